@@ -1,0 +1,1 @@
+"""Source rewriting: turn a program into one that counts its own loops, branches, calls, handlers and values."""

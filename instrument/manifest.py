@@ -1,0 +1,165 @@
+"""The feature manifest: the artefact the instrumentor hands to every later stage.
+
+``OUT/.mantis/manifest.json`` lists every feature of an instrumented build. The profiler stores it with
+each campaign, the model generator maps its columns back to it, ``mantispy show`` prints its source
+locations, and the slicer finds a feature's construct in the original source through ``file`` and
+``span``.
+
+Feature ids are stable: they are built from the file, the enclosing qualified name and the ordinal of the
+site among sites of the same kind in that scope, never from line numbers, so the same source always
+gives the same ids and an edit elsewhere in a file leaves them alone.
+
+Id grammar (``:`` separated)::
+
+    FILE:QUALNAME:loop:N        N-th loop (for, async for, while, comprehension for-clause) in QUALNAME
+    FILE:QUALNAME:branch:N      N-th branch arm (if/elif/else/implicit else, if-expression arms,
+                                match cases, loop else, try else)
+    FILE:QUALNAME:call          invocations of the function / method / lambda QUALNAME
+    FILE:QUALNAME:except:N      N-th exception handler entered
+    FILE:SCOPE:value:NAME#V     V-th value assigned to variable NAME of SCOPE (function, class for
+                                ``self.x`` fields, ``<module>`` for globals)
+
+QUALNAME is ``<module>`` at module level, otherwise dotted like ``__qualname__`` without ``<locals>``;
+a second definition with the same name in one file gets ``@2``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST_FORMAT = "mantispy-manifest"
+MANIFEST_VERSION = 1
+FEATURE_KINDS = ("loop", "branch", "call", "exception", "value")
+FAMILIES = ("loops", "branches", "calls", "exceptions", "values")
+FAMILY_OF_KIND = dict(zip(FEATURE_KINDS, FAMILIES))
+
+Span = tuple[int, int, int, int]  # start line, start column, end line, end column (lines 1-based)
+
+
+@dataclass
+class Feature:
+    """One column of the feature vector: a counter, or one version of a recorded variable."""
+
+    id: str
+    kind: str  # one of FEATURE_KINDS
+    file: str  # path relative to the instrumented root, POSIX separators
+    module: str  # dotted module name derived from ``file``
+    qualname: str  # enclosing scope of the construct (for values: the variable's scope)
+    span: Span
+    snippet: str  # the construct's first source line, stripped (one line)
+    detail: str  # construct flavour: "for", "while", "elif", "implicit-else", "param", ...
+    variable: str | None = None  # values: the variable's base id (``...:value:NAME``)
+    version: int | None = None  # values: 1..k
+
+
+@dataclass
+class ValueSite:
+    """One place where a recorded variable is assigned; a variable may have several."""
+
+    id: str  # FILE:QUALNAME:assign:N
+    variable: str  # base id of the variable it feeds
+    file: str
+    qualname: str  # the code scope the statement sits in
+    span: Span
+    detail: str
+    region: str | None  # counter id whose count equals this site's executions (None: once per import)
+
+
+@dataclass
+class FileRecord:
+    """What happened to one file of the source tree."""
+
+    path: str
+    status: str  # "instrumented", "copied" (not Python), "excluded", "error"
+    sha256: str
+    lines: int = 0
+    shifted_lines: int = 0  # lines the instrumentor had to add (0 keeps every line number exact)
+    error: str | None = None
+
+
+@dataclass
+class Removal:
+    """A site whose instrumentation was removed to meet the overhead budget."""
+
+    id: str
+    site: str  # "counter" or "value-site"
+    dynamic_count: int
+    round: int
+    reason: str
+
+
+@dataclass
+class Manifest:
+    """The whole instrumented build: options, files, features, value sites and budget removals."""
+
+    mantispy_version: str
+    source_root: str
+    source_hash: str
+    options: dict[str, Any]
+    files: list[FileRecord] = field(default_factory=list)
+    features: list[Feature] = field(default_factory=list)
+    value_sites: list[ValueSite] = field(default_factory=list)
+    removed: list[Removal] = field(default_factory=list)
+    calibration: dict[str, Any] | None = None
+    format: str = MANIFEST_FORMAT
+    version: int = MANIFEST_VERSION
+
+    def feature(self, feature_id: str) -> Feature:
+        """Return the feature with this id (KeyError if there is none)."""
+        for feat in self.features:
+            if feat.id == feature_id:
+                return feat
+        raise KeyError(feature_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict."""
+        data = asdict(self)
+        for key in ("features", "value_sites"):
+            for item in data[key]:
+                item["span"] = list(item["span"])
+        return data
+
+    def save(self, path: Path) -> None:
+        """Write as JSON (pretty, stable key order)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        """Inverse of :meth:`to_dict`; refuses other formats and newer versions."""
+        if data.get("format") != MANIFEST_FORMAT:
+            raise ValueError("not a mantispy manifest")
+        if int(data.get("version", 0)) > MANIFEST_VERSION:
+            raise ValueError(
+                f"manifest version {data['version']} is newer than this mantispy understands "
+                f"({MANIFEST_VERSION}); upgrade mantispy"
+            )
+        return cls(
+            mantispy_version=data["mantispy_version"],
+            source_root=data["source_root"],
+            source_hash=data["source_hash"],
+            options=data["options"],
+            files=[FileRecord(**f) for f in data["files"]],
+            features=[Feature(**{**f, "span": tuple(f["span"])}) for f in data["features"]],
+            value_sites=[ValueSite(**{**s, "span": tuple(s["span"])}) for s in data["value_sites"]],
+            removed=[Removal(**r) for r in data.get("removed", [])],
+            calibration=data.get("calibration"),
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        """Read ``path`` (a manifest.json or an instrumented OUT directory)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / ".mantis" / "manifest.json"
+        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+def manifest_path(out_dir: Path) -> Path:
+    """Where the manifest of an instrumented tree lives."""
+    return Path(out_dir) / ".mantis" / "manifest.json"

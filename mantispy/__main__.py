@@ -1,0 +1,3 @@
+from mantispy.cli import main
+
+main()

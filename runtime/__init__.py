@@ -1,0 +1,1 @@
+"""What instrumented programs import at run time. Standard library only: no third-party imports, ever."""
