@@ -13,6 +13,8 @@ Dynamic counts come from the first, fully instrumented round, when every counter
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +24,7 @@ from mantispy.launch import Measurement, program_argv, program_env, run_measured
 
 from .manifest import Manifest, Removal, manifest_path
 from .transformer import Options
-from .tree import InstrumentError, TreeResult, instrument_tree
+from .tree import InstrumentError, TreeResult, check_paths, instrument_tree, replace_dir
 
 COUNTER_KINDS = ("loop", "branch", "call", "exception")
 MARGIN = 0.7  # aim below the budget: timings are noisy
@@ -111,7 +113,31 @@ def instrument_within_budget(
         raise InstrumentError("--budget must be >= 0 (0.05 means 5 % overhead)")
     if not invocations:
         raise InstrumentError("--budget needs at least one --calibrate input to measure the overhead on")
-    tree = instrument_tree(src, out, options, exclude, force)
+    check_paths(Path(src), Path(out), force)
+    # Calibrate in a staging folder: OUT is replaced only when everything succeeded.
+    final_out, out = Path(out), Path(out).with_name(f".{Path(out).name}.calibrating-{os.getpid()}")
+    try:
+        result = _calibrate(src, out, options, budget, invocations, exclude, repeats, measure, log)
+        replace_dir(out, final_out)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    result.tree.out_dir = final_out
+    return result
+
+
+def _calibrate(
+    src: Path,
+    out: Path,
+    options: Options,
+    budget: float,
+    invocations: Sequence[Sequence[str]],
+    exclude: list[str] | None,
+    repeats: int,
+    measure: Measure,
+    log: Callable[[str], None],
+) -> BudgetResult:
+    tree = instrument_tree(src, out, options, exclude, force=True)
     original_root = Path(tree.manifest.source_root)
     original = sum(_best(measure, original_root, inv, repeats, None) for inv in invocations)
     counts0: dict[str, int] | None = None

@@ -134,6 +134,13 @@ def _fold_into_first_expression(
         return stmt.with_changes(items=items)
     if isinstance(stmt, cst.Match):
         return stmt.with_changes(subject=before(effects, stmt.subject))
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.decorators:
+        # Decorators are evaluated first when a def/class statement runs (any expression since 3.9).
+        first = stmt.decorators[0]
+        return stmt.with_changes(decorators=[first.with_changes(decorator=before(effects, first.decorator)), *stmt.decorators[1:]])
+    if isinstance(stmt, cst.ClassDef) and stmt.bases:
+        first = stmt.bases[0]
+        return stmt.with_changes(bases=[first.with_changes(value=before(effects, first.value)), *stmt.bases[1:]])
     if isinstance(stmt, (cst.Try, cst.TryStar)):
         body, shifted = insert_at_block_start(stmt.body, effects)
         return None if shifted else stmt.with_changes(body=body)

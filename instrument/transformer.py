@@ -173,8 +173,8 @@ class Instrumenter(cst.CSTTransformer):
         pos: CodeRange = self.get_metadata(PositionProvider, node)
         return (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
 
-    def _snippet(self, line: int, suffix: str = "") -> str:
-        text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+    def _snippet(self, line: int, suffix: str = "", column: int = 0) -> str:
+        text = self.lines[line - 1][column:].strip() if 0 < line <= len(self.lines) else ""
         if len(text) > 100:
             text = text[:97] + "..."
         return text + suffix
@@ -200,7 +200,11 @@ class Instrumenter(cst.CSTTransformer):
                 module=self.module_name,
                 qualname=scope_name,
                 span=span,
-                snippet=self._snippet(span[0], " (implicit else)" if detail == "implicit-else" else ""),
+                snippet=self._snippet(
+                    span[0],
+                    " (implicit else)" if detail == "implicit-else" else "",
+                    span[1] if isinstance(node, cst.CompFor) else 0,
+                ),
                 detail=detail,
             )
         )

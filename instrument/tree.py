@@ -69,7 +69,8 @@ def _excluded(rel: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(Path(rel).name, p) for p in patterns)
 
 
-def _check_paths(src: Path, out: Path, force: bool) -> None:
+def check_paths(src: Path, out: Path, force: bool) -> None:
+    """Refuse a missing SRC, an OUT that overlaps SRC, and an OUT that is someone else's folder."""
     if not src.exists():
         raise InstrumentError(f"{src}: no such file or directory; give the program's .py file or source folder")
     if src.is_file() and src.suffix != ".py":
@@ -112,7 +113,7 @@ def instrument_tree(
     options = options or Options()
     exclude = exclude or []
     src, out = Path(src), Path(out)
-    _check_paths(src, out, force)
+    check_paths(src, out, force)
     root = src if src.is_dir() else src.parent
     files = list(_walk(src)) if src.is_dir() else [src]
 
@@ -152,7 +153,7 @@ def instrument_tree(
                 errors.append(error)
         manifest.source_hash = digest.hexdigest()
         manifest.save(manifest_path(staging))
-        _replace_dir(staging, out)
+        replace_dir(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -204,7 +205,7 @@ def _instrument_file(
     return record, None
 
 
-def _replace_dir(staging: Path, out: Path) -> None:
+def replace_dir(staging: Path, out: Path) -> None:
     """Move the finished staging folder to OUT, replacing an earlier mantispy output there."""
     if out.exists():
         backup = out.with_name(f".{out.name}.old-{os.getpid()}")

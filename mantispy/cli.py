@@ -110,7 +110,7 @@ def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[st
         sys.exit(1)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("out", type=click.Path(path_type=Path))
 @click.option("--features-out", required=True, type=click.Path(path_type=Path), help="Where to write {feature_id: value} JSON.")
 @click.option("--python", "python", default=None, help="Interpreter to run with (default: this one).")
@@ -156,7 +156,7 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
 @click.option("--top", default=20, show_default=True, type=click.IntRange(1, 100000), help="How many features to show.")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(["loop", "branch", "call", "exception", "value"]), help="Only these kinds.")
 def features(features_file: Path, manifest_from: Path, top: int, kinds: tuple[str, ...]) -> None:
-    """Show the largest feature values of one run, with their source locations."""
+    """Show one run's largest counters, then its recorded values, with their source locations."""
     from rich.console import Console
     from rich.table import Table
 
@@ -172,7 +172,8 @@ def features(features_file: Path, manifest_from: Path, top: int, kinds: tuple[st
         raise UserError(f"{features_file}: not a features file ({exc}); produce one with mantispy run") from None
     by_id = {f.id: f for f in manifest.features}
     rows = [(fid, v) for fid, v in values.items() if fid in by_id and (not kinds or by_id[fid].kind in kinds)]
-    rows.sort(key=lambda item: (-abs(item[1]), item[0]))
+    # Counters first (largest count first), then recorded values: they answer different questions.
+    rows.sort(key=lambda item: (by_id[item[0]].kind == "value", -abs(item[1]), item[0]))
     table = Table(title=f"{len(values)} non-zero features of {len(manifest.features)} ({features_file.name})")
     for column in ("value", "kind", "where", "scope", "source"):
         table.add_column(column, overflow="fold", justify="right" if column == "value" else "left")
@@ -181,7 +182,7 @@ def features(features_file: Path, manifest_from: Path, top: int, kinds: tuple[st
         label = feat.kind + (f" #{feat.version}" if feat.version else "")
         shown = f"{value:g}" if isinstance(value, float) else str(value)
         table.add_row(shown, label, f"{feat.file}:{feat.span[0]}", feat.qualname, feat.snippet)
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 150).print(table)
 
 
 def main() -> None:

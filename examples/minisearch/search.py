@@ -40,7 +40,7 @@ def build_parser():
     parser = argparse.ArgumentParser(
         description="Index a generated corpus with minisearch and run a batch of queries."
     )
-    parser.add_argument("--docs", type=positive_int(200_000), default=2000, metavar="N",
+    parser.add_argument("--docs", type=positive_int(50_000), default=2000, metavar="N",
                         help="number of documents to generate and index (default 2000)")
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="corpus seed (default 0)")
@@ -50,7 +50,7 @@ def build_parser():
                         help="a query; may be repeated (run after those of --queries)")
     parser.add_argument("--hits", type=positive_int(1000), default=10, metavar="K",
                         help="hits per page, i.e. results kept per query (default 10)")
-    parser.add_argument("--repeat", type=positive_int(1000), default=1, metavar="R",
+    parser.add_argument("--repeat", type=positive_int(100), default=1, metavar="R",
                         help="run the whole batch R times (default 1)")
     parser.add_argument("--fuzzy", type=int, choices=(0, 1, 2), default=0,
                         help="let plain terms match within this many edits (default 0)")

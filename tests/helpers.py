@@ -1,0 +1,81 @@
+"""Shared helpers: instrument a snippet, run original and instrumented copies, read features back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from mantispy.instrument.transformer import ModuleResult, Options, instrument_source
+
+REPO = Path(__file__).resolve().parent.parent
+MANTISPY = [sys.executable, "-m", "mantispy"]
+
+
+@dataclass
+class Outcome:
+    """What one run of a program did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    features: dict[str, float]
+
+
+def run_file(path: Path, features_out: Path | None = None, args: list[str] | None = None, cwd: Path | None = None) -> Outcome:
+    """Run a Python file in a fresh interpreter and collect its output and features."""
+    env = dict(os.environ)
+    env.pop("MANTIS_ROOT_PID", None)
+    env.pop("MANTIS_FEATURES_OUT", None)
+    if features_out is not None:
+        env["MANTIS_FEATURES_OUT"] = str(features_out)
+    proc = subprocess.run(
+        [sys.executable, str(path), *(args or [])], capture_output=True, text=True, env=env, cwd=cwd or path.parent, timeout=120
+    )
+    features = json.loads(features_out.read_text()) if features_out is not None and features_out.exists() else {}
+    return Outcome(proc.returncode, proc.stdout, proc.stderr, features)
+
+
+def instrument_and_run(source: str, tmp: Path, options: Options | None = None, name: str = "prog.py") -> tuple[Outcome, Outcome, ModuleResult]:
+    """Run ``source`` as is and instrumented; returns (original, instrumented, instrumentation result)."""
+    source = textwrap.dedent(source)
+    orig_dir, inst_dir = tmp / "orig", tmp / "inst"
+    orig_dir.mkdir(exist_ok=True)
+    inst_dir.mkdir(exist_ok=True)
+    (orig_dir / name).write_text(source)
+    result = instrument_source(source, name, options)
+    compile(result.code, name, "exec")
+    (inst_dir / name).write_text(result.code)
+    original = run_file(orig_dir / name)
+    instrumented = run_file(inst_dir / name, tmp / "features.json")
+    return original, instrumented, result
+
+
+def traceback_skeleton(stderr: str, folder: Path) -> list[str]:
+    """stderr without the echoed source lines and caret marks of tracebacks: frames (file, line,
+    function) and messages stay. Tracebacks echo the instrumented file's text, probes included."""
+    kept = []
+    for line in stderr.replace(str(folder), "DIR").splitlines():
+        stripped = line.strip()
+        if line.startswith("    ") and not stripped.startswith("File "):
+            continue  # echoed source or ^^^^ marks
+        kept.append(line)
+    return kept
+
+
+def same_behaviour(original: Outcome, instrumented: Outcome, tmp: Path) -> None:
+    """Assert identical stdout and exit status, and stderr identical up to echoed source lines."""
+    assert instrumented.returncode == original.returncode, instrumented.stderr
+    assert instrumented.stdout == original.stdout
+    assert traceback_skeleton(instrumented.stderr, tmp / "inst") == traceback_skeleton(original.stderr, tmp / "orig")
+
+
+def by_suffix(features: dict[str, float], suffix: str) -> float:
+    """The value of the one feature whose id ends with ``suffix`` (0 if absent: zeros are omitted)."""
+    hits = [v for k, v in features.items() if k.endswith(suffix)]
+    assert len(hits) <= 1, f"ambiguous suffix {suffix}: {hits}"
+    return hits[0] if hits else 0
