@@ -185,6 +185,204 @@ def features(features_file: Path, manifest_from: Path, top: int, kinds: tuple[st
     Console(width=None if sys.stdout.isatty() else 150).print(table)
 
 
+def _store_option(fn):
+    return click.option("--store", "store_path", default="mantis.db", show_default=True,
+                        type=click.Path(path_type=Path), help="The run store (SQLite).")(fn)
+
+
+def _open_store(path: Path, create: bool = False):
+    from mantispy.store import RunStore, StoreError
+
+    try:
+        return RunStore(path, create=create)
+    except StoreError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _pick_campaign(store, name: str | None):
+    campaigns = store.campaigns()
+    if not campaigns:
+        raise UserError(f"{store.path}: the store holds no campaign yet; run mantispy profile first")
+    if name is None:
+        if len(campaigns) > 1:
+            names = ", ".join(c.name for c in campaigns)
+            raise UserError(f"{store.path}: several campaigns ({names}); choose one with --campaign")
+        return campaigns[0]
+    found = store.campaign(name)
+    if found is None:
+        raise UserError(f"{store.path}: no campaign {name!r}; known: {', '.join(c.name for c in campaigns)}")
+    return found
+
+
+@cli.command()
+@click.argument("spec_file", metavar="SPEC", type=click.Path(path_type=Path))
+@_store_option
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 256), help="Runs at once (local joblib workers).")
+@click.option("--resume", is_flag=True, help="Continue a stopped campaign: stored runs are kept and not run again.")
+@click.option("--replace", is_flag=True, help="Discard the campaign's stored runs and start over.")
+@click.option("--cluster", metavar="ADDRESS", default=None, help="Run on a Dask distributed scheduler, e.g. tcp://host:8786.")
+@click.option("--coverage", "with_coverage", is_flag=True, help="Also measure which lines/branches the inputs reach (coverage.py).")
+def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace: bool, cluster: str | None,
+            with_coverage: bool) -> None:
+    """Run the instrumented program over a campaign's inputs; store metrics and features per run.
+
+    SPEC is a TOML campaign file (see the README). Each run is a fresh subprocess; a crash or timeout is
+    stored with its status and stderr tail and the campaign goes on.
+    """
+    import os
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from mantispy.campaign import SpecError, load_spec
+    from mantispy.profiler import profile as run_profile
+    from mantispy.store import StoreError
+
+    err = Console(stderr=True)
+    try:
+        spec = load_spec(spec_file)
+    except SpecError as exc:
+        raise UserError(str(exc)) from None
+    if jobs > 1 and not cluster:
+        err.print(f"mantispy: warning: {jobs} concurrent runs on {os.cpu_count()} cores disturb each other's timings; "
+                  "use --jobs 1 for the runs you model")
+    store = _open_store(store_path, create=True)
+    failures = 0
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  console=err, transient=False) as progress:
+        bar = progress.add_task(f"profiling {spec.name}", total=None, failed=0)
+
+        def on_result(record) -> None:
+            nonlocal failures
+            failures += record.status != "ok"
+            progress.update(bar, advance=1, failed=failures)
+
+        try:
+            summary = run_profile(spec, store, jobs, resume, replace, cluster,
+                                  on_start=lambda n: progress.update(bar, total=n), on_result=on_result,
+                                  log=lambda m: err.print(f"mantispy: {m}"))
+        except StoreError as exc:
+            raise UserError(str(exc)) from None
+    if with_coverage:
+        from mantispy.coverage_pass import measure_coverage
+
+        err.print("mantispy: measuring input coverage (one more run per input, under coverage.py)")
+        campaign = store.campaign(spec.name)
+        store.set_campaign_json(campaign, "coverage_json", measure_coverage(spec, jobs))
+    _print_summary(store, store.campaign(spec.name), summary)
+    store.close()
+
+
+def _print_summary(store, campaign, summary=None) -> None:
+    import statistics
+
+    from rich.console import Console
+    from rich.table import Table
+
+    runs = store.runs(campaign)
+    table = Table(title=f"campaign {campaign.name} in {store.path}")
+    for column in ("variant", "runs", "ok", "failed", "timeout", "error", "median wall s", "median cpu s", "median peak RSS MiB"):
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for variant in ("instrumented", "original"):
+        rows = [r for r in runs if r["variant"] == variant]
+        if not rows:
+            continue
+        ok = [r for r in rows if r["status"] == "ok"]
+        med = lambda key, scale=1.0: f"{statistics.median(r['metrics'][key] for r in ok) * scale:.3f}" if ok and key in ok[0]["metrics"] else "-"  # noqa: E731
+        counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "failed", "timeout", "error")}
+        table.add_row(variant, str(len(rows)), *(str(counts[s]) for s in ("ok", "failed", "timeout", "error")),
+                      med("wall_s"), med("cpu_s"), med("max_rss_kb", 1 / 1024))
+    console = Console(width=None if sys.stdout.isatty() else 150)
+    console.print(table)
+    if summary is not None:
+        console.print(f"this call: {summary.executed} run(s) executed, {summary.skipped} already stored")
+    calibration = campaign.calibration or (summary.overhead if summary else None)
+    if calibration:
+        console.print(f"instrumentation overhead (CPU time, median over {len(calibration['per_input'])} calibration "
+                      f"input(s)): {calibration['median_overhead']:+.1%}")
+    failed = [r for r in runs if r["status"] != "ok"]
+    for r in failed[:5]:
+        last = (r["stderr_tail"] or "").strip().splitlines()[-1:] or [""]
+        console.print(f"  {r['status']}: input {r['input_id']} (repeat {r['repeat']}, {r['variant']}): {last[0][:120]}")
+
+
+@cli.command()
+@_store_option
+@click.option("--campaign", "campaign_name", default=None, help="Campaign name (default: the only one).")
+@click.option("--list", "list_runs", is_flag=True, help="List every run, not only the summary.")
+def runs(store_path: Path, campaign_name: str | None, list_runs: bool) -> None:
+    """Summarise (or list) the runs of a campaign in the store."""
+    from rich.console import Console
+    from rich.table import Table
+
+    store = _open_store(store_path)
+    campaign = _pick_campaign(store, campaign_name)
+    _print_summary(store, campaign)
+    if list_runs:
+        table = Table()
+        for column in ("run", "input", "repeat", "variant", "status", "exit", "wall s", "cpu s", "peak RSS KiB"):
+            table.add_column(column)
+        for r in store.runs(campaign):
+            m = r["metrics"]
+            table.add_row(str(r["run_id"]), r["input_id"], str(r["repeat"]), r["variant"], r["status"], str(r["returncode"]),
+                          *(f"{m[k]:.4g}" if k in m else "-" for k in ("wall_s", "cpu_s", "max_rss_kb")))
+        Console(width=None if sys.stdout.isatty() else 150).print(table)
+
+
+@cli.command()
+@_store_option
+@click.option("--campaign", "campaign_name", default=None, help="Campaign name (default: the only one).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
+@click.option("--all-runs", is_flag=True, help="Include failed runs and uninstrumented calibration runs.")
+def export(store_path: Path, campaign_name: str | None, fmt: str, out: Path, all_runs: bool) -> None:
+    """Export one row per run (metrics, input numbers, features) as CSV or Parquet."""
+    store = _open_store(store_path)
+    campaign = _pick_campaign(store, campaign_name)
+    frames = [store.dataframe(campaign, variant=v, status=None if all_runs else "ok")
+              for v in (("instrumented", "original") if all_runs else ("instrumented",))]
+    import pandas as pd
+
+    frame = pd.concat([f.assign(variant=v) for f, v in zip(frames, ("instrumented", "original")) if not f.empty])
+    if fmt == "parquet":
+        try:
+            frame.to_parquet(out)
+        except ImportError:
+            raise UserError("parquet export needs pyarrow: pip install pyarrow (or use --format csv)") from None
+    else:
+        frame.to_csv(out)
+    click.echo(f"wrote {len(frame)} runs x {frame.shape[1]} columns to {out}")
+
+
+@cli.command(name="coverage")
+@_store_option
+@click.option("--campaign", "campaign_name", default=None, help="Campaign name (default: the only one).")
+def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
+    """Show the parts of the program that no input of the campaign reached (needs profile --coverage)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mantispy.coverage_pass import line_ranges
+
+    store = _open_store(store_path)
+    campaign = _pick_campaign(store, campaign_name)
+    data = campaign.coverage
+    if not data:
+        raise UserError(f"{store.path}: campaign {campaign.name!r} has no coverage data; run mantispy profile SPEC --coverage --resume")
+    totals = data["totals"]
+    table = Table(title=f"input coverage of campaign {campaign.name}: {totals.get('percent_covered_display', '?')}% "
+                        f"of lines+branches over {data['inputs']} input(s)")
+    for column in ("file", "lines", "missed lines", "branches", "missed branches", "never reached"):
+        table.add_column(column, overflow="fold")
+    for name, info in sorted(data["files"].items()):
+        summary = info["summary"]
+        table.add_row(name, str(summary["num_statements"]), str(summary["missing_lines"]),
+                      str(summary.get("num_branches", 0)), str(summary.get("missing_branches", 0)),
+                      line_ranges(info["missing_lines"]) or "-")
+    Console(width=None if sys.stdout.isatty() else 150).print(table)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="mantispy")

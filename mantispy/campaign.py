@@ -1,0 +1,290 @@
+"""Campaign specs: what program to profile, on which inputs, how often, collecting what.
+
+A spec is a TOML file; relative paths in it are relative to the file's folder::
+
+    name = "minisearch"                 # campaign name in the store (default: the file's stem)
+    source = "examples/minisearch"      # the program's source folder (or one .py file)
+    entry = "search.py"                 # a script in source, "-m package.module", or "module:function"
+    workdir = "."                       # where runs start (default: the spec's folder)
+    repeats = 1                         # runs per input
+    timeout = 60                        # seconds per run; a run past it is killed and stored as timeout
+    metrics = ["wall_s", "cpu_s", "max_rss_kb"]   # default: all the profiler measures
+    calibration_runs = 3                # inputs also run uninstrumented, to measure the overhead
+    build = ".mantis/builds/minisearch" # where the instrumented build goes (default under workdir)
+
+    [env]                               # extra environment for every run
+    PYTHONHASHSEED = "0"
+
+    [instrument]                        # options of mantispy instrument
+    k = 5
+    only = ["loops", "branches", "calls", "exceptions", "values"]
+    exclude = []
+
+    [inputs]
+    generator = "inputs.py:generate"    # a function returning/yielding input records, called with
+    generator_args = { count = 300 }    #   these keyword arguments; or an explicit list:
+    [[inputs.list]]
+    id = "small"                        # stable id (required, unique)
+    argv = ["--docs", "100"]            # for script / -m entries
+    files = ["queries/q1.txt"]          # input files the run reads (sizes are recorded)
+    [[inputs.list]]
+    id = "k3"
+    kwargs = { n = 3 }                  # for module:function entries
+
+An input record from a generator has the same keys as a list item.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KNOWN_METRICS = ("wall_s", "cpu_s", "max_rss_kb")
+TOP_KEYS = {"name", "source", "entry", "workdir", "repeats", "timeout", "metrics", "calibration_runs", "build",
+            "env", "instrument", "inputs"}
+INSTRUMENT_KEYS = {"k", "only", "exclude"}
+INPUTS_KEYS = {"generator", "generator_args", "list"}
+RECORD_KEYS = {"id", "argv", "kwargs", "files"}
+
+
+class SpecError(Exception):
+    """A spec that cannot be used; the message names the file and what to change."""
+
+
+@dataclass
+class Entry:
+    """How a run starts the program."""
+
+    kind: str  # "script", "module", "callable"
+    target: str  # script path relative to source, module name, or "module:function"
+
+    def invocation(self, argv: list[str]) -> list[str]:
+        """The program invocation (what follows the interpreter) for script and module entries."""
+        if self.kind == "script":
+            return [self.target, *argv]
+        if self.kind == "module":
+            return ["-m", self.target, *argv]
+        raise ValueError("callable entries take kwargs, not argv")
+
+
+@dataclass
+class InputRecord:
+    """One sample input."""
+
+    id: str
+    argv: list[str] = field(default_factory=list)
+    kwargs: dict[str, Any] | None = None
+    files: list[str] = field(default_factory=list)
+
+    def descriptor(self, workdir: Path) -> dict[str, Any]:
+        """What the store keeps about the input (the black-box baseline's view)."""
+        sizes = {}
+        for name in self.files:
+            path = (workdir / name) if not Path(name).is_absolute() else Path(name)
+            sizes[name] = path.stat().st_size
+        data: dict[str, Any] = {"argv": self.argv, "file_sizes": sizes}
+        if self.kwargs is not None:
+            data["kwargs"] = self.kwargs
+        return data
+
+
+@dataclass
+class CampaignSpec:
+    """A parsed, validated spec."""
+
+    path: Path
+    name: str
+    source: Path
+    entry: Entry
+    workdir: Path
+    repeats: int
+    timeout: float
+    metrics: list[str]
+    calibration_runs: int
+    build: Path
+    env: dict[str, str]
+    instrument: dict[str, Any]
+    inputs: list[InputRecord]
+    raw: dict[str, Any]
+
+    @property
+    def source_root(self) -> Path:
+        """The folder imports resolve against."""
+        return self.source if self.source.is_dir() else self.source.parent
+
+
+def _fail(path: Path, message: str) -> SpecError:
+    return SpecError(f"{path}: {message}")
+
+
+def _check_keys(path: Path, table: dict[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise _fail(path, f"unknown key {unknown[0]!r} in {where}; allowed: {', '.join(sorted(allowed))}")
+
+
+def parse_entry(path: Path, text: str) -> Entry:
+    """``script.py`` | ``-m module`` | ``module:function``."""
+    text = text.strip()
+    if text.startswith("-m "):
+        return Entry("module", text[3:].strip())
+    if ":" in text and not text.endswith(".py"):
+        module, _, function = text.partition(":")
+        if not module or not function.isidentifier():
+            raise _fail(path, f"entry {text!r}: write module:function, e.g. 'pkg.tasks:run'")
+        return Entry("callable", text)
+    if not text:
+        raise _fail(path, "entry is empty; give a script, '-m module' or 'module:function'")
+    return Entry("script", text)
+
+
+def check_entry(path: Path, entry: Entry, root: Path) -> None:
+    """The entry exists in the source (checked statically: nothing of the target is imported)."""
+    if entry.kind == "script":
+        if not (root / entry.target).is_file():
+            raise _fail(path, f"entry script {entry.target!r} not found in {root}; fix 'entry' or 'source'")
+        return
+    module = entry.target.partition(":")[0]
+    base = root.joinpath(*module.split("."))
+    candidates = [base.with_suffix(".py"), base / "__init__.py"]
+    if entry.kind == "module":
+        candidates = [base.with_suffix(".py"), base / "__main__.py"]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
+        raise _fail(path, f"entry module {module!r} not found in {root} (looked for {', '.join(c.name for c in candidates)})")
+    if entry.kind == "callable":
+        function = entry.target.partition(":")[2]
+        tree = ast.parse(found.read_text(encoding="utf-8"), str(found))
+        names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        names |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+        if function not in names:
+            raise _fail(path, f"entry function {function!r} is not defined at the top level of {found}")
+
+
+def _record(path: Path, raw: Any, entry: Entry, where: str) -> InputRecord:
+    if not isinstance(raw, dict):
+        raise _fail(path, f"{where}: an input record is a table with id and argv/kwargs, got {type(raw).__name__}")
+    _check_keys(path, raw, RECORD_KEYS, where)
+    if "id" not in raw or not str(raw["id"]).strip():
+        raise _fail(path, f"{where}: input record without an id; every input needs a stable, unique id")
+    argv, kwargs = raw.get("argv", []), raw.get("kwargs")
+    if entry.kind == "callable" and argv:
+        raise _fail(path, f"{where}: entry {entry.target} is a function: give kwargs, not argv")
+    if entry.kind != "callable" and kwargs is not None:
+        raise _fail(path, f"{where}: entry {entry.target} takes a command line: give argv, not kwargs")
+    if not isinstance(argv, list) or not all(isinstance(a, (str, int, float)) for a in argv):
+        raise _fail(path, f"{where}: argv must be a list of strings")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise _fail(path, f"{where}: kwargs must be a table")
+    files = raw.get("files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise _fail(path, f"{where}: files must be a list of paths")
+    return InputRecord(str(raw["id"]), [str(a) for a in argv], kwargs, files)
+
+
+def _generate(path: Path, spec_dir: Path, generator: str, args: dict[str, Any]) -> Iterable[Any]:
+    file_part, _, function = generator.partition(":")
+    file = (spec_dir / file_part).resolve()
+    if not file.is_file() or not function:
+        raise _fail(path, f"generator {generator!r}: write FILE.py:function with FILE relative to the spec")
+    module_name = f"_mantis_inputs_{abs(hash(str(file)))}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(file.parent))
+    try:
+        spec.loader.exec_module(module)
+        fn = getattr(module, function, None)
+        if fn is None:
+            raise _fail(path, f"generator {generator!r}: {file.name} has no function {function!r}")
+        return list(fn(**args))
+    except SpecError:
+        raise
+    except Exception as exc:
+        raise _fail(path, f"generator {generator!r} raised {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.path.remove(str(file.parent))
+
+
+def load_spec(path: Path | str) -> CampaignSpec:
+    """Read, validate and expand a spec file (runs the input generator)."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the spec ({exc.strerror}); check the path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML ({exc}); fix the syntax") from None
+    _check_keys(path, raw, TOP_KEYS, "the spec")
+    spec_dir = path.resolve().parent
+    for required in ("source", "entry", "inputs"):
+        if required not in raw:
+            raise _fail(path, f"missing {required!r}; see the worked example in the README")
+    source = (spec_dir / raw["source"]).resolve()
+    if not source.exists():
+        raise _fail(path, f"source {raw['source']!r} does not exist (relative to {spec_dir})")
+    entry = parse_entry(path, str(raw["entry"]))
+    root = source if source.is_dir() else source.parent
+    check_entry(path, entry, root)
+    workdir = (spec_dir / raw.get("workdir", ".")).resolve()
+    if not workdir.is_dir():
+        raise _fail(path, f"workdir {raw.get('workdir')!r} is not a folder")
+    name = str(raw.get("name", path.stem))
+    metrics = list(raw.get("metrics", KNOWN_METRICS))
+    bad = [m for m in metrics if m not in KNOWN_METRICS]
+    if bad:
+        raise _fail(path, f"unknown metric {bad[0]!r}; known: {', '.join(KNOWN_METRICS)}")
+    instrument = dict(raw.get("instrument", {}))
+    _check_keys(path, instrument, INSTRUMENT_KEYS, "[instrument]")
+    env = raw.get("env", {})
+    if not isinstance(env, dict):
+        raise _fail(path, "[env] must be a table of NAME = \"value\"")
+    inputs_table = raw["inputs"]
+    if not isinstance(inputs_table, dict):
+        raise _fail(path, "[inputs] must be a table with 'generator' or 'list'")
+    _check_keys(path, inputs_table, INPUTS_KEYS, "[inputs]")
+    records: list[InputRecord] = []
+    for n, item in enumerate(inputs_table.get("list", [])):
+        records.append(_record(path, item, entry, f"inputs.list[{n}]"))
+    if "generator" in inputs_table:
+        generated = _generate(path, spec_dir, str(inputs_table["generator"]), dict(inputs_table.get("generator_args", {})))
+        records += [_record(path, item, entry, f"generated input {n}") for n, item in enumerate(generated)]
+    if not records:
+        raise _fail(path, "no inputs: give [[inputs.list]] items or an inputs generator")
+    seen: set[str] = set()
+    for record in records:
+        if record.id in seen:
+            raise _fail(path, f"input id {record.id!r} appears twice; ids must be unique")
+        seen.add(record.id)
+        for file_name in record.files:
+            try:
+                with open(workdir / file_name, "rb"):
+                    pass
+            except OSError as exc:
+                raise _fail(path, f"input {record.id!r}: cannot read file {file_name!r} ({exc.strerror}) in {workdir}") from None
+    repeats, timeout = int(raw.get("repeats", 1)), float(raw.get("timeout", 600))
+    if repeats < 1 or timeout <= 0:
+        raise _fail(path, "repeats must be >= 1 and timeout > 0")
+    return CampaignSpec(
+        path=path.resolve(),
+        name=name,
+        source=source,
+        entry=entry,
+        workdir=workdir,
+        repeats=repeats,
+        timeout=timeout,
+        metrics=metrics,
+        calibration_runs=int(raw.get("calibration_runs", 3)),
+        build=(workdir / raw["build"]).resolve() if "build" in raw else workdir / ".mantis" / "builds" / name,
+        env={str(k): str(v) for k, v in env.items()},
+        instrument=instrument,
+        inputs=records,
+        raw=raw,
+    )

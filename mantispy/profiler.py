@@ -1,0 +1,343 @@
+"""The profiler (paper §2.2, §3.2): run the instrumented program over a campaign's inputs and store,
+per run, its metrics and the features measured in the same run.
+
+Every run is a fresh subprocess. Runs execute through joblib (``--jobs``; threads are enough, the work
+happens in the subprocesses) or on a Dask distributed cluster (``--cluster``); either way results come
+back to this process, the store's only writer, which commits each finished run in its own transaction.
+A resumed campaign skips every (input, repeat, variant) already stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mantispy.campaign import CampaignSpec
+from mantispy.instrument.manifest import Manifest, manifest_path
+from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, program_argv
+from mantispy.store import Campaign, RunRecord, RunStore, StoreError
+
+STDERR_TAIL = 4000
+INSTRUMENTED, ORIGINAL = "instrumented", "original"
+
+
+@dataclass
+class RunTask:
+    """Everything one run needs; plain data, so it travels to joblib threads and Dask workers."""
+
+    input_id: str
+    repeat: int
+    variant: str
+    argv: list[str]
+    env: dict[str, str]  # overrides on top of the worker's environment
+    cwd: str
+    timeout: float
+    collect_features: bool
+
+
+def execute(task: RunTask) -> RunRecord:
+    """Run one task to completion (or its timeout) and measure it."""
+    env = dict(os.environ)
+    env.pop(ROOT_PID_ENV, None)
+    env.pop(FEATURES_ENV, None)
+    env.update(task.env)
+    with tempfile.TemporaryDirectory(prefix="mantis-run-") as tmp:
+        features_file = Path(tmp) / "features.json"
+        if task.collect_features:
+            env[FEATURES_ENV] = str(features_file)
+        stderr_path = Path(tmp) / "stderr"
+        started = time.time()
+        timed_out = threading.Event()
+        with open(stderr_path, "wb") as stderr:
+            try:
+                proc = subprocess.Popen(task.argv, cwd=task.cwd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+            except OSError as exc:
+                return RunRecord(task.input_id, task.repeat, task.variant, "error", None, {},
+                                 stderr_tail=f"cannot start {task.argv[0]}: {exc}", host=socket.gethostname(),
+                                 started=started, finished=time.time())
+
+            def kill() -> None:
+                timed_out.set()
+                _kill_group(proc.pid)
+
+            timer = threading.Timer(task.timeout, kill)
+            timer.start()
+            t0 = time.perf_counter()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            wall = time.perf_counter() - t0
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            _kill_group(proc.pid)  # leftovers the program started in its session
+        tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
+        features: dict[str, float] = {}
+        if task.collect_features and features_file.exists():
+            try:
+                features = json.loads(features_file.read_text())
+            except ValueError:
+                tail += "\nmantispy: the features file was unreadable"
+    if timed_out.is_set():
+        state = "timeout"
+        tail += f"\nmantispy: killed after the {task.timeout:g} s timeout"
+    else:
+        state = "ok" if proc.returncode == 0 else "failed"
+    metrics = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_kb": float(usage.ru_maxrss)}
+    return RunRecord(task.input_id, task.repeat, task.variant, state, proc.returncode, metrics, features,
+                     stderr_tail=tail, host=socket.gethostname(), started=started, finished=time.time())
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def environment_fingerprint() -> dict[str, Any]:
+    """Where the campaign ran: timings are only comparable on the same machine and software."""
+    from mantispy import __version__
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "python": sys.version.split()[0],
+        "implementation": sys.implementation.name,
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "mantispy": __version__,
+        "hostname": socket.gethostname(),
+        "platform": sys.platform,
+    }
+
+
+def prepare_build(spec: CampaignSpec, log: Callable[[str], None] = lambda _m: None) -> Manifest:
+    """Instrument the campaign's source into its build folder, reusing an up-to-date build."""
+    from mantispy.instrument.manifest import FAMILIES
+    from mantispy.instrument.transformer import Options
+    from mantispy.instrument.tree import instrument_tree
+
+    families = frozenset(spec.instrument.get("only", FAMILIES))
+    options = Options(families=families, k=int(spec.instrument.get("k", 5)))
+    exclude = list(spec.instrument.get("exclude", []))
+    wanted = {"families": sorted(options.families), "k": options.k, "exclude": exclude, "disabled": []}
+    if manifest_path(spec.build).exists():
+        existing = Manifest.load(spec.build)
+        fresh = instrument_tree_hash(spec.source)
+        if existing.source_hash == fresh and existing.options == wanted:
+            log(f"reusing the instrumented build in {spec.build}")
+            return existing
+    result = instrument_tree(spec.source, spec.build, options, exclude)
+    for error in result.errors:
+        log(f"warning: {error} (left uninstrumented)")
+    return result.manifest
+
+
+def instrument_tree_hash(source: Path) -> str:
+    """The manifest's source hash of ``source`` as it is now (same recipe as instrument_tree)."""
+    import hashlib
+
+    from mantispy.instrument.tree import _walk
+
+    root = source if source.is_dir() else source.parent
+    files = list(_walk(source)) if source.is_dir() else [source]
+    digest = hashlib.sha256()
+    for path in files:
+        if path.suffix == ".py":
+            rel = path.relative_to(root).as_posix()
+            digest.update(f"{rel}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
+def make_task(spec: CampaignSpec, record, repeat: int, variant: str, root: Path) -> RunTask:
+    """The task for one (input, repeat, variant)."""
+    python = sys.executable
+    if spec.entry.kind == "callable":
+        argv = [python, "-m", "mantispy.runtime.entry", spec.entry.target, json.dumps(record.kwargs or {})]
+    else:
+        argv = program_argv(root, spec.entry.invocation(record.argv), python)
+    pythonpath = os.pathsep.join([str(root), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])])
+    return RunTask(record.id, repeat, variant, argv, {**spec.env, "PYTHONPATH": pythonpath}, str(spec.workdir),
+                   spec.timeout, collect_features=variant == INSTRUMENTED)
+
+
+def plan(spec: CampaignSpec, done: set[tuple[str, int, str]]) -> list[RunTask]:
+    """The instrumented runs of the campaign not yet stored."""
+    return [
+        make_task(spec, record, repeat, INSTRUMENTED, spec.build)
+        for record in spec.inputs
+        for repeat in range(spec.repeats)
+        if (record.id, repeat, INSTRUMENTED) not in done
+    ]
+
+
+def plan_calibration(spec: CampaignSpec, store: RunStore, campaign: Campaign) -> list[RunTask]:
+    """Uninstrumented runs of up to ``calibration_runs`` inputs that ran fine instrumented, spread over
+    the range of their CPU times (cheapest, most expensive and between), skipping those already run."""
+    runs = store.runs(campaign)
+    have = {r["input_id"] for r in runs if r["variant"] == ORIGINAL}
+    ok = sorted(
+        ((r["metrics"].get("cpu_s", 0.0), r["input_id"]) for r in runs
+         if r["variant"] == INSTRUMENTED and r["repeat"] == 0 and r["status"] == "ok"),
+    )
+    wanted = spec.calibration_runs - len(have)
+    candidates = [iid for _, iid in ok if iid not in have]
+    if wanted <= 0 or not candidates:
+        return []
+    if wanted >= len(candidates):
+        chosen = candidates
+    else:
+        step = (len(candidates) - 1) / max(wanted - 1, 1)
+        chosen = sorted({candidates[round(i * step)] for i in range(wanted)})
+    records = {r.id: r for r in spec.inputs}
+    return [make_task(spec, records[iid], 0, ORIGINAL, spec.source_root) for iid in chosen if iid in records]
+
+
+def run_tasks(tasks: list[RunTask], jobs: int = 1, cluster: str | None = None) -> Iterator[RunRecord]:
+    """Execute tasks, yielding each record as soon as it finishes (any order)."""
+    if cluster:
+        yield from _run_on_cluster(tasks, cluster)
+        return
+    if jobs <= 1:
+        for task in tasks:
+            yield execute(task)
+        return
+    from joblib import Parallel, delayed
+
+    # Threads suffice: each run is a subprocess; results come back here, to the one store writer.
+    yield from Parallel(n_jobs=jobs, backend="threading", return_as="generator_unordered")(
+        delayed(execute)(task) for task in tasks
+    )
+
+
+def _run_on_cluster(tasks: list[RunTask], address: str) -> Iterator[RunRecord]:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise StoreError("--cluster needs Dask: pip install 'dask[distributed]'") from None
+    try:
+        client = Client(address, timeout="10s")
+    except OSError as exc:
+        raise StoreError(f"cannot reach the Dask scheduler at {address} ({exc}); check the address") from None
+    try:
+        futures = client.map(execute, tasks, pure=False)
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        client.close()
+
+
+@dataclass
+class Summary:
+    """What a profile call did."""
+
+    campaign: str
+    planned: int
+    executed: int = 0
+    skipped: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    overhead: dict[str, Any] | None = None
+
+
+def calibration_summary(store: RunStore, campaign: Campaign) -> dict[str, Any] | None:
+    """Instrumentation overhead from inputs run both ways: CPU-time ratio per input, and the median."""
+    runs = [r for r in store.runs(campaign) if r["status"] == "ok" and r["repeat"] == 0]
+    original = {r["input_id"]: r["metrics"].get("cpu_s") for r in runs if r["variant"] == ORIGINAL}
+    instrumented = {r["input_id"]: r["metrics"].get("cpu_s") for r in runs if r["variant"] == INSTRUMENTED}
+    per_input = {
+        iid: instrumented[iid] / original[iid] - 1
+        for iid in original
+        if iid in instrumented and original[iid] and instrumented[iid] is not None
+    }
+    if not per_input:
+        return None
+    return {"metric": "cpu_s", "per_input": per_input, "median_overhead": statistics.median(per_input.values())}
+
+
+def profile(
+    spec: CampaignSpec,
+    store: RunStore,
+    jobs: int = 1,
+    resume: bool = False,
+    replace: bool = False,
+    cluster: str | None = None,
+    on_start: Callable[[int], None] = lambda _n: None,
+    on_result: Callable[[RunRecord], None] = lambda _r: None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> Summary:
+    """Run (or continue) a campaign into ``store``."""
+    manifest = prepare_build(spec, log)
+    campaign = store.open_campaign(spec.name, _spec_identity(spec), manifest.source_hash, manifest.to_dict(),
+                                   environment_fingerprint(), replace=replace)
+    done = store.done(campaign)
+    if done and not resume:
+        raise StoreError(
+            f"{store.path}: campaign {spec.name!r} already has {len(done)} stored runs; "
+            "pass --resume to continue it or --replace to start over"
+        )
+    descriptors = [(r.id, r.descriptor(spec.workdir)) for r in spec.inputs]
+    stored = store.inputs(campaign)
+    for iid, descriptor in descriptors:
+        if iid in stored and json.loads(json.dumps(descriptor)) != stored[iid]:
+            raise StoreError(
+                f"{store.path}: input {iid!r} of campaign {spec.name!r} changed since it was profiled "
+                "(arguments or file sizes); give it a new id or pass --replace"
+            )
+    store.add_inputs(campaign, descriptors)
+    tasks = plan(spec, done)
+    summary = Summary(spec.name, planned=len(tasks), skipped=len(done))
+    on_start(len(tasks) + max(spec.calibration_runs, 0))
+
+    def execute_all(batch: list[RunTask]) -> None:
+        for record in run_tasks(batch, jobs, cluster):
+            record.metrics = {k: v for k, v in record.metrics.items() if k in spec.metrics}
+            store.add_run(campaign, record)
+            summary.executed += 1
+            summary.by_status[record.status] = summary.by_status.get(record.status, 0) + 1
+            on_result(record)
+
+    execute_all(tasks)
+    calibration = plan_calibration(spec, store, campaign)
+    summary.planned += len(calibration)
+    on_start(len(tasks) + len(calibration))
+    execute_all(calibration)
+    overhead = calibration_summary(store, campaign)
+    if overhead is not None:
+        store.set_campaign_json(campaign, "calibration_json", overhead)
+    summary.overhead = overhead
+    return summary
+
+
+def _spec_identity(spec: CampaignSpec) -> dict[str, Any]:
+    """The parts of a spec that make runs comparable. Inputs may be added later (checked one by one)."""
+    return {
+        "entry": {"kind": spec.entry.kind, "target": spec.entry.target},
+        "repeats": spec.repeats,
+        "timeout": spec.timeout,
+        "metrics": spec.metrics,
+        "env": spec.env,
+        "instrument": spec.instrument,
+        "calibration_runs": spec.calibration_runs,
+        "workdir": str(spec.workdir),
+        "source": str(spec.source),
+    }
+
