@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ class Measurement:
     returncode: int
     wall_s: float
     cpu_s: float  # user + sys of the child and its children
-    max_rss_kb: int
+    max_rss_kb: int  # peak resident set size of the program's own process (see PeakRssSampler)
 
 
 def program_argv(root: Path, invocation: Sequence[str], python: str | None = None) -> list[str]:
@@ -68,23 +69,68 @@ def program_env(root: Path, features_out: Path | None, extra_path: Sequence[Path
     return env
 
 
+class PeakRssSampler:
+    """Samples a running process's peak resident set size (``VmHWM`` in ``/proc/PID/status``).
+
+    ``ru_maxrss`` from ``wait4`` cannot be used: Linux carries the high-water mark of the address space a
+    child had before ``exec`` (a copy of the profiler, tens of MB) into the child's figure. VmHWM belongs
+    to the address space ``exec`` created and only grows, so the last sample is the peak up to then;
+    growth in the final sampling interval before exit can be missed.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.005, max_interval: float = 0.05) -> None:
+        self.pid = pid
+        self.peak_kb = 0
+        self._interval, self._max_interval = interval, max_interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"rss-{pid}", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> bool:
+        try:
+            with open(f"/proc/{self.pid}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"VmHWM:"):
+                        self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+                        return True
+        except (OSError, ValueError):
+            return False
+        return True  # a zombie has no VmHWM line: keep the last sample
+
+    def _run(self) -> None:
+        interval = self._interval
+        while not self._stop.is_set() and self._sample():
+            self._stop.wait(interval)
+            interval = min(interval * 1.5, self._max_interval)
+
+    def stop(self) -> int:
+        """Stop sampling (call before the process is reaped) and return the peak in KiB."""
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kb
+
+
 def run_measured(argv: Sequence[str], env: dict[str, str], cwd: Path | None = None, quiet: bool = False) -> Measurement:
     """Run to completion and measure wall time, CPU time (user+sys) and peak RSS of the child."""
     stdout = subprocess.DEVNULL if quiet else None
     start = time.perf_counter()
     proc = subprocess.Popen(list(argv), env=env, cwd=cwd, stdout=stdout, stderr=stdout)
+    sampler = PeakRssSampler(proc.pid)
     try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: pid still ours
+        wall = time.perf_counter() - start
+        peak = sampler.stop()
         _, status, usage = os.wait4(proc.pid, 0)
     except BaseException:
+        sampler.stop()
         proc.kill()
         proc.wait()
         raise
-    wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     return Measurement(
         returncode=proc.returncode,
         wall_s=wall,
         cpu_s=usage.ru_utime + usage.ru_stime,
-        max_rss_kb=int(usage.ru_maxrss),
+        max_rss_kb=peak,
     )
 

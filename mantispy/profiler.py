@@ -26,7 +26,7 @@ from typing import Any
 
 from mantispy.campaign import CampaignSpec
 from mantispy.instrument.manifest import Manifest, manifest_path
-from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, program_argv
+from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
 
 STDERR_TAIL = 4000
@@ -76,11 +76,15 @@ def execute(task: RunTask) -> RunRecord:
             timer = threading.Timer(task.timeout, kill)
             timer.start()
             t0 = time.perf_counter()
+            sampler = PeakRssSampler(proc.pid)
             try:
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped yet
+                wall = time.perf_counter() - t0
+                peak_kb = sampler.stop()
                 _, status, usage = os.wait4(proc.pid, 0)
             finally:
                 timer.cancel()
-            wall = time.perf_counter() - t0
+                sampler.stop()
             proc.returncode = os.waitstatus_to_exitcode(status)
             _kill_group(proc.pid)  # leftovers the program started in its session
         tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
@@ -95,7 +99,7 @@ def execute(task: RunTask) -> RunRecord:
         tail += f"\nmantispy: killed after the {task.timeout:g} s timeout"
     else:
         state = "ok" if proc.returncode == 0 else "failed"
-    metrics = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_kb": float(usage.ru_maxrss)}
+    metrics = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_kb": float(peak_kb)}
     return RunRecord(task.input_id, task.repeat, task.variant, state, proc.returncode, metrics, features,
                      stderr_tail=tail, host=socket.gethostname(), started=started, finished=time.time())
 

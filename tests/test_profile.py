@@ -319,3 +319,24 @@ def test_parquet_export_round_trips(tmp_path):
     assert proc.returncode == 0, proc.stderr
     frame = pd.read_parquet(out)
     assert frame.loc[frame.index[0], "work.py:fib:call"] == 25
+
+
+def test_peak_rss_is_the_programs_own_not_the_profilers(tmp_path):
+    """ru_maxrss of a forked child carries the parent's size; the profiler must not report that."""
+    import sys
+
+    from mantispy.profiler import RunTask, execute
+
+    ballast = bytearray(300 * 1024 * 1024)  # make this (parent) process large
+    ballast[::4096] = b"\x01" * len(ballast[::4096])
+
+    def peak(mb: int) -> float:
+        code = f"x = bytearray({mb} * 2**20)\nx[::4096] = b'\\x01' * len(x[::4096])"
+        record = execute(RunTask("x", 0, "original", [sys.executable, "-c", code], {}, str(tmp_path), 60, False))
+        assert record.status == "ok", record.stderr_tail
+        return record.metrics["max_rss_kb"] / 1024
+
+    small, large = peak(1), peak(80)
+    assert small < 100, f"a tiny program reported {small:.0f} MiB (the profiler holds 300+ MiB)"
+    assert 60 < large - small < 120
+    del ballast
