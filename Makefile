@@ -21,6 +21,7 @@ demo: $(STAMP)
 	$(MANTISPY) run $(DEMO)/minisearch --features-out $(DEMO)/features.json -- \
 		search.py --docs 2000 --queries $(DEMO)/queries.txt --fuzzy 1
 	$(MANTISPY) features $(DEMO)/features.json --manifest $(DEMO)/minisearch --top 15
+	$(MANTISPY) profile examples/campaigns/minisearch-demo.toml --store $(DEMO)/mantis.db
 
 test: $(STAMP)
 	$(PY) -m pytest -q
