@@ -1,0 +1,195 @@
+"""What instrumented code calls at run time: ``register`` and the objects it returns.
+
+Every instrumented module runs, near its top::
+
+    import mantispy.runtime.counters as _mantis_rt; _mantis_k, _mantis_n, _mantis_vg, _mantis_rec = \
+        _mantis_rt.register("rel/path.py", (COUNTER_IDS...), (VARIABLE_IDS...), K)
+
+* A counter tick is ``_mantis_n(_mantis_k[i])``: the builtin ``next`` on an ``itertools.count(1)``,
+  always truthy, no Python-level call and no lock.  The count of ``c`` is
+  ``int(repr(c)[6:-1]) - 1``.
+* A value is recorded by ``_mantis_vg[j] and _mantis_rec(j, value)``.  Each thread keeps its own
+  first ``k`` recordable values of each variable: int/float/bool as numbers (bool as 0/1; NaN,
+  infinities and ints beyond the float range are skipped), ``str``/``bytes``/``bytearray``/``list``/
+  ``tuple``/``dict``/``set``/``frozenset``/``range``/``memoryview`` and other builtin sized types as
+  ``len()``; anything else is not recorded and uses no version slot (``len()`` is never called on
+  a user type).  Once the calling thread holds ``k`` values of variable j while the process has a
+  single live thread, ``_mantis_vg[j]`` turns False so the guard short-circuits; starting a thread
+  (``threading.Thread.start``) or forking turns every guard on again.
+* At exit (normal end, ``sys.exit``, uncaught exception, SIGTERM) and if ``MANTIS_FEATURES_OUT`` is
+  set, the root process writes ``{feature_id: value}`` as JSON, atomically: counter ids map to
+  counts, variable ``v`` to ``v#1 .. v#k`` (each version averaged over the threads, of all
+  processes, that recorded it); zero counts and unrecorded versions are omitted.  Child processes
+  (``os.fork``, ``multiprocessing`` with fork, spawn or forkserver, or any subprocess that imports
+  instrumented code) write parts into ``<MANTIS_FEATURES_OUT>.parts/`` that the root merges.
+
+Limitations:
+
+* ``os._exit`` (and SIGKILL, or a crash) loses the results of that process; a plain ``os.fork``
+  child must leave through ``sys.exit``/normal end (multiprocessing children are handled).
+* Children that outlive the root process are lost (their part has nowhere to go).
+* The SIGTERM handler is installed only when the first ``register`` of the process runs in the
+  main thread and SIGTERM still has its default disposition.  Python runs signal handlers between
+  bytecodes: a SIGTERM that lands just before the main thread blocks in a long system call is
+  handled (and the process dies) only when that call returns.  multiprocessing pool workers wait
+  for tasks with timeouts for this reason, so ``Pool.terminate`` cannot hang on it.
+* The root is the first process that registers (``MANTIS_ROOT_PID`` unset); when the program's
+  first process is not instrumented, each of its instrumented children believes it is a root.
+* Threads started without ``threading.Thread.start`` (``_thread.start_new_thread``, threads made
+  in C) do not turn the guards back on, so they may record nothing.
+* On free-threaded builds (no GIL), ``next()`` on a shared ``itertools.count`` is not guaranteed
+  atomic: counter increments from several threads may race and be lost.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no run-time import of typing (start-up cost)
+    from typing import Any, Callable
+
+from . import collector as _collector
+from .collector import Number
+
+__all__ = ["register", "snapshot", "reset", "write"]
+
+_FLOAT_MAX_INT = int(sys.float_info.max)
+"""Largest int that converts to float without overflow (ints beyond it are skipped)."""
+
+_SIZED_BUILTINS = frozenset({str, bytes, bytearray, list, tuple, dict, set, frozenset, range,
+                             memoryview})
+_NOT_SIZED = frozenset({type(type.__dict__)})  # mappingproxy: its len() may run user code
+_HEAPTYPE = 1 << 9
+_type_flags = type.__dict__["__flags__"].__get__
+_type_module = type.__dict__["__module__"].__get__
+_sized_cache: dict[type, bool] = {}
+
+
+def register(file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, ...],
+             k: int) -> tuple[tuple[Any, ...], Callable[..., Any], list[bool],
+                              Callable[[int, Any], Any]]:
+    """Register an instrumented file; return ``(_mantis_k, _mantis_n, _mantis_vg, _mantis_rec)``.
+
+    ``_mantis_k``: one ``itertools.count(1)`` per counter id; ``_mantis_n``: builtin ``next``;
+    ``_mantis_vg``: one guard per variable id; ``_mantis_rec(j, value)``: record ``value`` for the
+    calling thread and return it unchanged.  The same file with the same ids (and k) gives the
+    same objects.  The first call in a process installs the exit, SIGTERM, thread and fork hooks.
+    """
+    key = (file, tuple(counter_ids), tuple(variable_ids), int(k))
+    reg = _collector.registry.get(key)
+    if reg is None:
+        with _collector.get_lock():
+            _collector.ensure_installed()
+            reg = _collector.registry.get(key)
+            if reg is None:
+                reg = _collector.Registration(*key)
+                reg.rec = _make_rec(reg)
+                _collector.add(reg)
+    assert reg.rec is not None
+    return reg.counters, next, reg.guards, reg.rec
+
+
+def _make_rec(reg: _collector.Registration) -> Callable[[int, Any], Any]:
+    """Build the ``_mantis_rec`` of a registration (a closure over the registration's state)."""
+    local = reg.local
+    guards = reg.guards
+    k = reg.k
+    new_store = reg.new_store
+    limbo, active = _thread_tables()
+    convert = _convert
+    big = _FLOAT_MAX_INT
+
+    def _mantis_rec(j: int, value: Any) -> Any:
+        try:
+            lst = local.store[j]
+        except AttributeError:
+            lst = new_store()[j]
+        if len(lst) < k:
+            cls = type(value)
+            if cls is int:
+                if -big <= value <= big:
+                    lst.append(value)
+            elif cls is float:
+                if value - value == 0.0:  # finite (NaN and infinities give NaN)
+                    lst.append(value)
+            elif cls is str or cls is list or cls is tuple or cls is dict:
+                lst.append(len(value))
+            elif cls is bool:
+                lst.append(1 if value else 0)
+            else:
+                number = convert(value, cls)
+                if number is not None:
+                    lst.append(number)
+            if len(lst) < k:
+                return value
+        if len(limbo) + len(active) == 1:   # a single live thread
+            guards[j] = False
+        return value
+
+    return _mantis_rec
+
+
+class _ActiveCount:
+    """Fallback for ``_thread_tables``: ``len()`` is ``threading.active_count()``."""
+
+    def __len__(self) -> int:
+        return threading.active_count()
+
+
+def _thread_tables() -> tuple[Any, Any]:
+    """``(threading._limbo, threading._active)``: ``len(limbo) + len(active)`` is
+    ``threading.active_count()`` without its lock (about 10x cheaper, and ``rec`` runs it on every
+    call of a saturated variable while several threads live).  Reading ``_limbo`` first never
+    undercounts a thread moving from ``_limbo`` to ``_active`` (added there before removed here).
+    Falls back to ``active_count()`` when these tables are missing."""
+    limbo = getattr(threading, "_limbo", None)
+    active = getattr(threading, "_active", None)
+    if type(limbo) is dict and type(active) is dict:
+        return limbo, active
+    return (), _ActiveCount()
+
+
+def _convert(value: Any, cls: type) -> Number | None:
+    """Slow path of ``_mantis_rec``: the number recorded for ``value``, or None (not recorded)."""
+    try:
+        if cls in _SIZED_BUILTINS or _is_builtin_sized(cls):
+            return len(value)
+        if issubclass(cls, int):      # IntEnum, user int subclasses: int value, no user code
+            number = int.__index__(value)
+            return number if -_FLOAT_MAX_INT <= number <= _FLOAT_MAX_INT else None
+        if issubclass(cls, float):
+            number = float.__float__(value)
+            return number if number - number == 0.0 else None
+    except Exception:
+        pass
+    return None
+
+
+def _is_builtin_sized(cls: type) -> bool:
+    """Whether ``cls`` is a static type of the builtins module that defines ``__len__``."""
+    if _type_flags(cls) & _HEAPTYPE:   # user classes (even with a forged __module__)
+        return False
+    known = _sized_cache.get(cls)
+    if known is None:
+        known = (cls not in _NOT_SIZED and _type_module(cls) == "builtins"
+                 and any("__len__" in vars(base) for base in cls.__mro__))
+        _sized_cache[cls] = known
+    return known
+
+
+def snapshot() -> dict[str, Number]:
+    """Merged flat ``{feature_id: value}`` of this process (plus finished children in the root),
+    in the format of the output file."""
+    return _collector.snapshot()
+
+
+def reset() -> None:
+    """Zero every count, forget every recorded value and re-enable every guard (for tests)."""
+    _collector.reset()
+
+
+def write(path: str) -> None:
+    """Write ``snapshot()`` as JSON to ``path`` (atomically)."""
+    _collector.write_json_atomic(path, snapshot())
