@@ -1,0 +1,1 @@
+"""Model generation: SPORE sparse polynomial regression over program features (paper §4)."""

@@ -1,0 +1,126 @@
+"""The model artefact: JSON, never pickle.
+
+A model is a polynomial over scaled features::
+
+    metric ~= intercept + sum_t coefficient_t * prod_f ((x_f - min_f) / (max_f - min_f)) ** power_tf
+
+``predict`` below needs nothing but the standard library, so a predictor module can evaluate the JSON
+without importing mantispy, numpy or scikit-learn. Layout::
+
+    {"format": "mantispy-model", "version": 1, "metric": "wall_s", "method": "lasso", "degree": 3,
+     "intercept": 0.1, "terms": [{"coefficient": 1.8, "factors": [{"feature": ID, "power": 1}, ...]}],
+     "scaling": {ID: {"min": 0.0, "max": 100.0}},          # every feature the terms use
+     "aliases": {ID: [[OTHER_ID, 1 or -1], ...]},          # perfectly correlated stand-ins
+     "features": {ID: {"kind", "file", "line", "qualname", "snippet", "detail"}},
+     "training": {...},                                    # data, split and fit settings
+     "evaluation": {...}}                                  # held-out errors, lambda path, sizes, baseline
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+MODEL_FORMAT = "mantispy-model"
+MODEL_VERSION = 1
+
+
+class ModelFileError(Exception):
+    """The file is not a model this mantispy can use."""
+
+
+def from_estimator(est, metric: str) -> dict[str, Any]:
+    """The JSON-ready polynomial of a fitted :class:`SporeRegressor`."""
+    used = sorted({f for term in est.term_features_ for f, _ in term})
+    index = {c: i for i, c in enumerate(est.prep_.columns)}
+    return {
+        "format": MODEL_FORMAT,
+        "version": MODEL_VERSION,
+        "metric": metric,
+        "method": est.method,
+        "degree": est.degree,
+        "intercept": est.intercept_,
+        "terms": [
+            {"coefficient": float(c), "factors": [{"feature": f, "power": p} for f, p in term]}
+            for c, term in zip(est.coef_, est.term_features_)
+        ],
+        "scaling": {
+            f: {"min": float(est.prep_.minimum[index[f]]), "max": float(est.prep_.maximum[index[f]])} for f in used
+        },
+        "aliases": {f: [[a, s] for a, s in est.prep_.aliases.get(f, [])] for f in used if f in est.prep_.aliases},
+    }
+
+
+def predict(model: dict[str, Any], features: dict[str, float]) -> float:
+    """Evaluate a model on one run's features (absent features count as 0). Standard library only."""
+    total = float(model["intercept"])
+    scaling = model["scaling"]
+    for term in model["terms"]:
+        value = float(term["coefficient"])
+        for factor in term["factors"]:
+            bounds = scaling[factor["feature"]]
+            x = (float(features.get(factor["feature"], 0.0)) - bounds["min"]) / (bounds["max"] - bounds["min"])
+            value *= x ** factor["power"]
+        total += value
+    return total
+
+
+def model_features(model: dict[str, Any]) -> list[str]:
+    """Feature ids the model needs, in a stable order."""
+    return sorted(model["scaling"])
+
+
+def save(model: dict[str, Any], path: Path) -> None:
+    """Write the model JSON (atomically)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and check a model JSON."""
+    path = Path(path)
+    try:
+        model = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelFileError(f"{path}: cannot read ({exc.strerror}); give a model written by mantispy fit") from None
+    except ValueError:
+        raise ModelFileError(f"{path}: not JSON; give a model written by mantispy fit") from None
+    if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
+        raise ModelFileError(f"{path}: not a mantispy model; give a model written by mantispy fit")
+    if int(model.get("version", 0)) > MODEL_VERSION:
+        raise ModelFileError(f"{path}: model format {model['version']} is newer than this mantispy; upgrade it")
+    return model
+
+
+def describe_features(model: dict[str, Any], manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Source locations of the model's features (and aliases) from the campaign's manifest."""
+    if not manifest:
+        return {}
+    wanted = set(model_features(model)) | {a for group in model.get("aliases", {}).values() for a, _ in group}
+    found = {}
+    for feature in manifest.get("features", []):
+        if feature["id"] in wanted:
+            found[feature["id"]] = {
+                "kind": feature["kind"],
+                "file": feature["file"],
+                "line": feature["span"][0],
+                "qualname": feature["qualname"],
+                "snippet": feature["snippet"],
+                "detail": feature["detail"],
+            }
+    return found
+
+
+def polynomial_text(model: dict[str, Any]) -> list[str]:
+    """The model as lines of text: the formula with x1, x2 ... then what each x is."""
+    names = {f: f"x{n}" for n, f in enumerate(model_features(model), 1)}
+    lines = [f"{model['metric']} ~= {model['intercept']:.6g}"]
+    for term in sorted(model["terms"], key=lambda t: -abs(t["coefficient"])):
+        product = " * ".join(names[f["feature"]] + (f"^{f['power']}" if f["power"] > 1 else "") for f in term["factors"])
+        sign = "-" if term["coefficient"] < 0 else "+"
+        lines.append(f"    {sign} {abs(term['coefficient']):.6g} * {product}")
+    return lines
