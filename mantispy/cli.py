@@ -383,6 +383,109 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
     Console(width=None if sys.stdout.isatty() else 150).print(table)
 
 
+@cli.command()
+@_store_option
+@click.option("--campaign", "campaign_name", default=None, help="Campaign name (default: the only one).")
+@click.option("--metric", default="wall", show_default=True, help="wall, cpu, rss, or any metric name in the store.")
+@click.option("--degree", default=3, show_default=True, type=click.IntRange(1, 5), help="Polynomial degree.")
+@click.option("--train-fraction", default=0.1, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="Share of the inputs used for training; the rest is held out.")
+@click.option("--method", type=click.Choice(["lasso", "foba"]), default="lasso", show_default=True)
+@click.option("--seed", default=0, show_default=True, help="Seed of the train/test split and the CV folds.")
+@click.option("--exclude", "exclude", multiple=True, metavar="FEATURE_ID", help="Feature ids the model may not use. Repeatable.")
+@click.option("--no-sensitivity", is_flag=True, help="Skip the lambda-path and training-size studies (faster).")
+@click.option("-o", "--out", "out", default="model.json", show_default=True, type=click.Path(path_type=Path), help="Model JSON to write.")
+def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, train_fraction: float, method: str,
+        seed: int, exclude: tuple[str, ...], no_sensitivity: bool, out: Path) -> None:
+    """Select the few features that explain a metric and fit a compact polynomial (SPORE)."""
+    from mantispy.modeling import artefact
+    from mantispy.modeling.fitting import FitRequest, ModelingError, fit_campaign
+
+    store = _open_store(store_path)
+    request = FitRequest(metric=metric, degree=degree, train_fraction=train_fraction, method=method, seed=seed,
+                         exclude=exclude, sensitivity=not no_sensitivity)
+    try:
+        model = fit_campaign(store, campaign_name, request)
+    except ModelingError as exc:
+        raise UserError(str(exc)) from None
+    artefact.save(model, out)
+    _print_model(model)
+    _print_evaluation(model)
+    click.echo(f"model written to {out}")
+
+
+def _print_model(model) -> None:
+    from mantispy.modeling import artefact
+
+    for line in artefact.polynomial_text(model):
+        click.echo(line)
+    names = {f: f"x{n}" for n, f in enumerate(artefact.model_features(model), 1)}
+    for feature, name in names.items():
+        info = model.get("features", {}).get(feature)
+        bounds = model["scaling"][feature]
+        scale = f"(value - {bounds['min']:g}) / {bounds['max'] - bounds['min']:g}"
+        where = f"{info['kind']} at {info['file']}:{info['line']} in {info['qualname']}: {info['snippet']}" if info else feature
+        click.echo(f"  {name} = {scale} of {where}")
+        click.echo(f"       id {feature}")
+        for alias, sign in model.get("aliases", {}).get(feature, [])[:3]:
+            click.echo(f"       {'same as' if sign > 0 else 'mirror of'} {alias}")
+
+
+def _print_evaluation(model) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    evaluation, training = model.get("evaluation", {}), model.get("training", {})
+    console = Console(width=None if sys.stdout.isatty() else 150)
+    table = Table(title=f"held-out relative error ({training.get('n_test_runs', '?')} runs; trained on "
+                        f"{training.get('n_train_runs', '?')} runs = {training.get('train_fraction', 0):.0%} of the inputs)")
+    for column in ("model", "median", "mean", "uses"):
+        table.add_column(column)
+    test = evaluation.get("test", {})
+    table.add_row("mantispy (program features)", f"{test.get('median_rel_error', float('nan')):.2%}",
+                  f"{test.get('mean_rel_error', float('nan')):.2%}", f"{len(model['scaling'])} feature(s), {len(model['terms'])} term(s)")
+    box = evaluation.get("blackbox", {})
+    if box.get("available"):
+        table.add_row("black box (input descriptors)", f"{box['median_rel_error']:.2%}", f"{box['mean_rel_error']:.2%}",
+                      ", ".join(sorted(set(box.get("inputs_used", [])))) or "intercept only")
+    else:
+        table.add_row("black box (input descriptors)", "-", "-", box.get("reason", ""))
+    console.print(table)
+    if evaluation.get("lambda_path"):
+        path = Table(title="lambda path (final LASSO stage, no refit)")
+        for column in ("lambda", "terms", "median", "mean", ""):
+            path.add_column(column)
+        for row in evaluation["lambda_path"]:
+            path.add_row(f"{row['lambda']:.3g}", str(row["terms"]), f"{row['median_rel_error']:.2%}",
+                         f"{row['mean_rel_error']:.2%}", "chosen" if row.get("chosen") else "")
+        console.print(path)
+    if evaluation.get("training_sizes"):
+        sizes = Table(title="training-size sensitivity")
+        for column in ("train fraction", "train inputs", "terms", "median", "mean"):
+            sizes.add_column(column)
+        for row in evaluation["training_sizes"]:
+            if "skipped" in row:
+                sizes.add_row(f"{row['fraction']:.0%}", str(row["n_train_inputs"]), "-", "-", row["skipped"])
+            else:
+                sizes.add_row(f"{row['fraction']:.0%}", str(row["n_train_inputs"]), str(row["terms"]),
+                              f"{row['median_rel_error']:.2%}", f"{row['mean_rel_error']:.2%}")
+        console.print(sizes)
+
+
+@cli.command()
+@click.argument("model_file", metavar="MODEL", type=click.Path(path_type=Path))
+def show(model_file: Path) -> None:
+    """Print a model's polynomial with each feature's kind, source location and snippet."""
+    from mantispy.modeling import artefact
+
+    try:
+        model = artefact.load(model_file)
+    except artefact.ModelFileError as exc:
+        raise UserError(str(exc)) from None
+    _print_model(model)
+    _print_evaluation(model)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="mantispy")
