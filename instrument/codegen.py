@@ -48,6 +48,17 @@ def record(j: int, value: cst.BaseExpression) -> cst.BooleanOperation:
     return cst.BooleanOperation(left=_index(GUARDS, j), operator=cst.And(), right=call)
 
 
+def record_call(j: int, value: cst.BaseExpression) -> cst.Call:
+    """``_mantis_rec(j, V)``: records V on its way in, evaluating it once; a call on every execution."""
+    return cst.Call(
+        func=cst.Name(RECORD),
+        args=[
+            cst.Arg(value=cst.Integer(str(j)), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(value=value),
+        ],
+    )
+
+
 def record_tap(j: int, value: cst.BaseExpression) -> cst.IfExp:
     """``_mantis_rec(j, V) if _mantis_vg[j] else V``: records V on its way to an assignment target.
 

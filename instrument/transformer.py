@@ -123,10 +123,17 @@ class _HasScopeSensitiveCode(cst.CSTVisitor):
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _hit
 
 
-def _safe_to_duplicate(expr: cst.BaseExpression) -> bool:
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def _tapped(j: int, value: cst.BaseExpression) -> cst.BaseExpression:
+    """The assigned value, recorded on its way in: written twice behind the guard when that is safe
+    and keeps the line count (no yield/await/walrus/lambda/comprehension, one line), else one call."""
     scanner = _HasScopeSensitiveCode()
-    expr.visit(scanner)
-    return not scanner.found
+    value.visit(scanner)
+    if scanner.found or "\n" in _EMPTY_MODULE.code_for_node(value):
+        return codegen.record_call(j, value)
+    return codegen.record_tap(j, value)
 
 
 def _is_staticmethod(node: cst.FunctionDef) -> bool:
@@ -152,7 +159,6 @@ class Instrumenter(cst.CSTTransformer):
         self.counter_ids: list[str] = []
         self.variable_ids: list[str] = []
         self.variable_index: dict[str, int] = {}
-        self.shifted_lines = 0
         # Allocations made on the way down, consumed on the way up (keyed by original node identity).
         self.counter_of: dict[int, int] = {}
         self.else_counter_of: dict[int, int] = {}
@@ -337,8 +343,7 @@ class Instrumenter(cst.CSTTransformer):
         self.scopes.pop()
         self.regions.pop()
         effects = self.body_effects.pop(id(original_node))
-        body, shifted = codegen.insert_at_block_start(updated_node.body, effects, after_docstring=True)
-        self.shifted_lines += shifted
+        body, _ = codegen.insert_at_block_start(updated_node.body, effects, after_docstring=True)
         return updated_node.with_changes(body=body)
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
@@ -371,8 +376,7 @@ class Instrumenter(cst.CSTTransformer):
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
         effects = self.body_effects.pop(id(original_node))
-        body, shifted = codegen.insert_at_block_start(updated_node.body, effects)
-        self.shifted_lines += shifted
+        body, _ = codegen.insert_at_block_start(updated_node.body, effects)
         return updated_node.with_changes(body=body)
 
     def visit_While(self, node: cst.While) -> None:
@@ -436,8 +440,7 @@ class Instrumenter(cst.CSTTransformer):
             return updated_node
         if index is None:
             return updated_node
-        body, shifted = codegen.insert_at_block_start(updated_node.body, [codegen.tick(index)])
-        self.shifted_lines += shifted
+        body, _ = codegen.insert_at_block_start(updated_node.body, [codegen.tick(index)])
         return updated_node.with_changes(body=body)
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
@@ -507,8 +510,7 @@ class Instrumenter(cst.CSTTransformer):
         index = self.counter_of.pop(id(original_node))
         if index is None:
             return updated_node
-        body, shifted = codegen.insert_at_block_start(updated_node.body, [codegen.tick(index)])
-        self.shifted_lines += shifted
+        body, _ = codegen.insert_at_block_start(updated_node.body, [codegen.tick(index)])
         return updated_node.with_changes(body=body)
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
@@ -551,18 +553,18 @@ class Instrumenter(cst.CSTTransformer):
             for target in stmt.targets:
                 after += self._name_records(_target_names(target.target), original, "name")
             attribute_targets = [t.target for t in stmt.targets if isinstance(t.target, cst.Attribute)]
-            if len(stmt.targets) == 1 and attribute_targets and _safe_to_duplicate(stmt.value):
+            if len(stmt.targets) == 1 and attribute_targets:
                 j = self._attribute_site(attribute_targets[0], original)
                 if j is not None:
-                    stmt = stmt.with_changes(value=codegen.record_tap(j, stmt.value))
+                    stmt = stmt.with_changes(value=_tapped(j, stmt.value))
             return stmt, after
         if isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
             if isinstance(stmt.target, cst.Name):
                 return stmt, self._name_records([stmt.target], original, "name")
-            if isinstance(stmt.target, cst.Attribute) and _safe_to_duplicate(stmt.value):
+            if isinstance(stmt.target, cst.Attribute):
                 j = self._attribute_site(stmt.target, original)
                 if j is not None:
-                    return stmt.with_changes(value=codegen.record_tap(j, stmt.value)), []
+                    return stmt.with_changes(value=_tapped(j, stmt.value)), []
             return stmt, []
         if isinstance(stmt, cst.AugAssign):
             if isinstance(stmt.target, cst.Name):
@@ -678,13 +680,14 @@ def instrument_source(source: str, rel_path: str, options: Options | None = None
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
     instrumenter = Instrumenter(rel_path, module_name_for(rel_path), source, options)
     new_module = wrapper.visit(instrumenter)
-    shifted = instrumenter.shifted_lines
     if instrumenter.counter_ids or instrumenter.variable_ids:
         header = _header(rel_path, instrumenter.counter_ids, instrumenter.variable_ids, options.k)
-        new_module, header_shift = _insert_header(new_module, header)
-        shifted += header_shift
+        new_module, _ = _insert_header(new_module, header)
+    code = new_module.code
+    # Lines are only ever added, never removed, so the difference is exactly the lines that moved.
+    shifted = code.count("\n") - source.count("\n")
     return ModuleResult(
-        code=new_module.code,
+        code=code,
         features=instrumenter.features,
         value_sites=instrumenter.value_sites,
         counter_ids=instrumenter.counter_ids,

@@ -30,6 +30,7 @@ from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
 
 STDERR_TAIL = 4000
+PEAK_ENV = "MANTIS_PEAK_OUT"
 INSTRUMENTED, ORIGINAL = "instrumented", "original"
 
 
@@ -52,11 +53,14 @@ def execute(task: RunTask) -> RunRecord:
     env = dict(os.environ)
     env.pop(ROOT_PID_ENV, None)
     env.pop(FEATURES_ENV, None)
+    env.pop(PEAK_ENV, None)
     env.update(task.env)
     with tempfile.TemporaryDirectory(prefix="mantis-run-") as tmp:
         features_file = Path(tmp) / "features.json"
+        peak_file = Path(tmp) / "peak.json"
         if task.collect_features:
             env[FEATURES_ENV] = str(features_file)
+            env[PEAK_ENV] = str(peak_file)
         stderr_path = Path(tmp) / "stderr"
         started = time.time()
         timed_out = threading.Event()
@@ -88,6 +92,11 @@ def execute(task: RunTask) -> RunRecord:
             proc.returncode = os.waitstatus_to_exitcode(status)
             _kill_group(proc.pid)  # leftovers the program started in its session
         tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
+        if peak_file.exists():  # the instrumented program's own VmHWM at exit: catches a late peak
+            try:
+                peak_kb = max(peak_kb, int(json.loads(peak_file.read_text())["vm_hwm_kb"]))
+            except (ValueError, KeyError, TypeError):
+                pass
         features: dict[str, float] = {}
         if task.collect_features and features_file.exists():
             try:

@@ -571,9 +571,26 @@ def write_json_atomic(path: str, obj: Any) -> None:
         raise
 
 
+def peak_rss_kb() -> int | None:
+    """This process's peak resident set size (VmHWM of its own address space), or None."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _write_root() -> None:
     assert _out_path is not None
     write_json_atomic(_out_path, snapshot())
+    peak_out = os.environ.get("MANTIS_PEAK_OUT")
+    if peak_out:  # the profiler samples peak RSS from outside; this catches a peak just before exit
+        peak = peak_rss_kb()
+        if peak is not None:
+            write_json_atomic(peak_out, {"vm_hwm_kb": peak})
     parts = parts_dir()
     if parts is not None:
         _remove_dir(parts)

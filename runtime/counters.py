@@ -13,7 +13,8 @@ Every instrumented module runs, near its top::
   infinities and ints beyond the float range are skipped), ``str``/``bytes``/``bytearray``/``list``/
   ``tuple``/``dict``/``set``/``frozenset``/``range``/``memoryview`` and other builtin sized types as
   ``len()``; anything else is not recorded and uses no version slot (``len()`` is never called on
-  a user type).  Once the calling thread holds ``k`` values of variable j while the process has a
+  a user type), and after ``4k`` such values a thread gives the variable up, so one that only ever
+  holds objects or None stops costing a call per assignment.  Once the calling thread holds ``k`` values of variable j while the process has a
   single live thread, ``_mantis_vg[j]`` turns False so the guard short-circuits; starting a thread
   (``threading.Thread.start``) or forking turns every guard on again.
 * At exit (normal end, ``sys.exit``, uncaught exception, SIGTERM) and if ``MANTIS_FEATURES_OUT`` is
@@ -100,6 +101,7 @@ def _make_rec(reg: _collector.Registration) -> Callable[[int, Any], Any]:
     limbo, active = _thread_tables()
     convert = _convert
     big = _FLOAT_MAX_INT
+    give_up = 4 * k
 
     def _mantis_rec(j: int, value: Any) -> Any:
         try:
@@ -122,6 +124,16 @@ def _make_rec(reg: _collector.Registration) -> Callable[[int, Any], Any]:
                 number = convert(value, cls)
                 if number is not None:
                     lst.append(number)
+                else:
+                    # A variable that keeps holding unrecordable values (objects, None) is given up
+                    # after 4k of them in this thread, so it stops costing a call per assignment.
+                    misses = local.__dict__.setdefault("misses", {})
+                    missed = misses[j] = misses.get(j, 0) + 1
+                    if missed < give_up:
+                        return value
+                    if len(limbo) + len(active) == 1:
+                        guards[j] = False
+                    return value
             if len(lst) < k:
                 return value
         if len(limbo) + len(active) == 1:   # a single live thread

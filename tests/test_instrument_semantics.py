@@ -316,3 +316,25 @@ def test_file_without_features_is_left_byte_identical():
     from mantispy.instrument.transformer import Options
 
     assert instrument_source(source, "c.py", Options(families=frozenset({"loops"}))).code == source
+
+
+def test_multiline_and_unsafe_attribute_values_are_recorded_without_moving_lines(tmp_path):
+    original, instrumented, result = instrument_and_run(
+        """
+        class A:
+            def __init__(self, parts):
+                self.total = (sum(parts) +
+                              len(parts))
+                self.gen = [p for p in parts]
+                self.label: str = (
+                    "parts")
+                raise ValueError(self.total)
+        A([1, 2, 3])
+        """,
+        tmp_path,
+    )
+    same_behaviour(original, instrumented, tmp_path)
+    assert result.shifted_lines == 0
+    assert instrumented.features["prog.py:A:value:self.total#1"] == 9
+    assert instrumented.features["prog.py:A:value:self.gen#1"] == 3
+    assert instrumented.features["prog.py:A:value:self.label#1"] == 5

@@ -567,3 +567,20 @@ def test_standalone_runtime_dir(tmp_path):
          str(site)], capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(str(site / "mantispy" / "__init__.py"))
+
+
+def test_variable_holding_unrecordable_values_is_given_up_after_4k(tmp_path):
+    prog = write_program(tmp_path, """
+        calls = 0
+        for i in range(100):
+            if _mantis_vg[0]:
+                calls += 1
+                _mantis_rec(0, object())
+        for v in [None, None, None, 5, 6]:       # a few unrecordable values, then numbers
+            _mantis_vg[1] and _mantis_rec(1, v)
+        print(calls, _mantis_vg[0])
+    """, variables=("objects", "late"), k=3)
+    proc, data = run(tmp_path, prog)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "12 False\n"  # 4 * k unrecordable values, then the guard is off
+    assert data == {"late#1": 5, "late#2": 6}
