@@ -2,7 +2,8 @@
 instrumented program costs at most ``budget`` more than the original on the calibration inputs.
 
 Procedure: instrument everything; run each calibration input on the original and on the instrumented
-tree (CPU time, best of ``repeats``) and read the dynamic count of every site from the features of the
+tree, interleaved, in every round (CPU time, best of ``repeats`` each, so a fresh baseline judges each
+round) and read the dynamic count of every site from the features of the
 same runs (a counter's count is its executions; a value site executes as often as the counter of its
 region). While the overhead exceeds the budget, estimate the cost of one probe execution from the
 measured overhead, drop sites in decreasing order of dynamic count until the remaining probe
@@ -59,18 +60,25 @@ def default_measure(root: Path, invocation: Sequence[str], features_out: Path | 
     return run_measured(program_argv(root, invocation), program_env(root, features_out), quiet=True)
 
 
-def _best(measure: Measure, root: Path, invocation: Sequence[str], repeats: int, features_out: Path | None) -> float:
-    best = float("inf")
+def _measure_pair(measure: Measure, original_root: Path, out: Path, invocation: Sequence[str], repeats: int,
+                  features_out: Path) -> tuple[float, float]:
+    """Best CPU time of the original and of the instrumented program, runs interleaved so that drift
+    of the machine's speed hits both alike."""
+    best_original = best_instrumented = float("inf")
     for _ in range(repeats):
-        m = measure(root, invocation, features_out)
-        if m.returncode != 0:
-            where = "original" if features_out is None else "instrumented"
-            raise InstrumentError(
-                f"calibration input {' '.join(invocation)!r} exits with status {m.returncode} on the {where} "
-                "program; give inputs the program accepts"
-            )
-        best = min(best, m.cpu_s)
-    return best
+        for root, features in ((original_root, None), (out, features_out)):
+            m = measure(root, invocation, features)
+            if m.returncode != 0:
+                where = "original" if features is None else "instrumented"
+                raise InstrumentError(
+                    f"calibration input {' '.join(invocation)!r} exits with status {m.returncode} on the {where} "
+                    "program; give inputs the program accepts"
+                )
+            if features is None:
+                best_original = min(best_original, m.cpu_s)
+            else:
+                best_instrumented = min(best_instrumented, m.cpu_s)
+    return best_original, best_instrumented
 
 
 def site_counts(manifest: Manifest, features: dict[str, float]) -> dict[str, int]:
@@ -104,7 +112,7 @@ def instrument_within_budget(
     invocations: Sequence[Sequence[str]],
     exclude: list[str] | None = None,
     force: bool = False,
-    repeats: int = 3,
+    repeats: int = 5,
     measure: Measure = default_measure,
     log: Callable[[str], None] = lambda _msg: None,
 ) -> BudgetResult:
@@ -139,18 +147,19 @@ def _calibrate(
 ) -> BudgetResult:
     tree = instrument_tree(src, out, options, exclude, force=True)
     original_root = Path(tree.manifest.source_root)
-    original = sum(_best(measure, original_root, inv, repeats, None) for inv in invocations)
     counts0: dict[str, int] | None = None
     disabled: set[str] = set(options.disabled)
     removals: list[Removal] = []
     result = BudgetResult(tree)
     with tempfile.TemporaryDirectory(prefix="mantis-calibrate-") as tmp:
         for round_no in range(MAX_ROUNDS + 1):
-            instrumented = 0.0
+            original = instrumented = 0.0
             features: dict[str, float] = {}
             for n, inv in enumerate(invocations):
                 features_file = Path(tmp) / f"features-{round_no}-{n}.json"
-                instrumented += _best(measure, out, inv, repeats, features_file)
+                pair = _measure_pair(measure, original_root, out, inv, repeats, features_file)
+                original += pair[0]
+                instrumented += pair[1]
                 if features_file.exists():
                     for key, value in json.loads(features_file.read_text()).items():
                         features[key] = features.get(key, 0) + value

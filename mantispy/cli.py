@@ -52,7 +52,7 @@ def cli() -> None:
 @click.option("--force", is_flag=True, help="Replace OUT even if it is not an earlier mantispy output.")
 @click.option("--budget", type=float, default=None, metavar="FRACTION", help="Max overhead, e.g. 0.05 for 5%; needs --calibrate.")
 @click.option("--calibrate", "calibrate", multiple=True, metavar="ARGS", help='A program invocation to measure, e.g. "app.py data/in.txt" or "-m pkg --n 3". Repeatable.')
-@click.option("--calibrate-repeats", default=3, show_default=True, type=click.IntRange(1, 50), help="Runs per calibration input (best CPU time kept).")
+@click.option("--calibrate-repeats", default=5, show_default=True, type=click.IntRange(1, 50), help="Runs per calibration input (best CPU time kept).")
 def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[str, ...], skip_errors: bool,
                force: bool, budget: float | None, calibrate: tuple[str, ...], calibrate_repeats: int) -> None:
     """Rewrite SRC (a .py file or a source folder) into OUT so that it counts its own features.
