@@ -13,7 +13,9 @@ Tables (schema version :data:`SCHEMA_VERSION`; a store written by a newer mantis
                    (``ok``, ``failed``, ``timeout``, ``error``), exit code, stderr tail, host, times
 ``metrics``        open set of named metrics per run (``wall_s``, ``cpu_s``, ``max_rss_kb``, ...)
 ``feature_names``  feature id strings, interned
-``features``       sparse (run, feature, value): a zero costs nothing
+``run_features``   per run, its non-zero features packed as two arrays: interned feature ids
+                   (little-endian uint32) and values (little-endian float64); a zero costs nothing,
+                   and loading thousands of runs x thousands of features is a few numpy scatters
 
 :meth:`RunStore.dataframe` returns one row per run with metric and feature columns, what the model
 generator reads.
@@ -29,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 SCHEMA_VERSION = 1
 DEFAULT_STORE = "mantis.db"
@@ -75,12 +79,11 @@ CREATE TABLE IF NOT EXISTS metrics (
     PRIMARY KEY (run_id, name)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS feature_names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS features (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    feature INTEGER NOT NULL REFERENCES feature_names(id),
-    value REAL NOT NULL,
-    PRIMARY KEY (run_id, feature)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_features (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+    ids BLOB NOT NULL,
+    vals BLOB NOT NULL
+);
 """
 
 
@@ -177,6 +180,8 @@ class RunStore:
             return self.store.db
 
         def __exit__(self, kind, value, tb) -> None:
+            if kind is not None:
+                self.store.__dict__.pop("_name_ids", None)  # names interned in this transaction are gone
             try:
                 self.store.db.execute("ROLLBACK" if kind else "COMMIT")
             except sqlite3.Error as exc:
@@ -256,7 +261,7 @@ class RunStore:
                 return
             cid = row[0]
             run_ids = "SELECT id FROM runs WHERE campaign_id = ?"
-            db.execute(f"DELETE FROM features WHERE run_id IN ({run_ids})", (cid,))
+            db.execute(f"DELETE FROM run_features WHERE run_id IN ({run_ids})", (cid,))
             db.execute(f"DELETE FROM metrics WHERE run_id IN ({run_ids})", (cid,))
             db.execute("DELETE FROM runs WHERE campaign_id = ?", (cid,))
             db.execute("DELETE FROM inputs WHERE campaign_id = ?", (cid,))
@@ -303,10 +308,21 @@ class RunStore:
             db.executemany("INSERT INTO metrics VALUES (?, ?, ?)", [(run_id, k, float(v)) for k, v in run.metrics.items()])
             nonzero = {k: v for k, v in run.features.items() if v}
             if nonzero:
-                db.executemany("INSERT OR IGNORE INTO feature_names (name) VALUES (?)", [(k,) for k in nonzero])
-                ids = self._feature_ids(db, nonzero)
-                db.executemany("INSERT INTO features VALUES (?, ?, ?)", [(run_id, ids[k], float(v)) for k, v in nonzero.items()])
+                ids = self._intern(db, nonzero)
+                packed_ids = np.array([ids[k] for k in nonzero], dtype="<u4")
+                packed_vals = np.array([float(v) for v in nonzero.values()], dtype="<f8")
+                db.execute("INSERT OR REPLACE INTO run_features VALUES (?, ?, ?)",
+                           (run_id, packed_ids.tobytes(), packed_vals.tobytes()))
         return run_id
+
+    def _intern(self, db: sqlite3.Connection, names: Iterable[str]) -> dict[str, int]:
+        """Ids of feature names, adding the new ones (cached: a campaign repeats the same names)."""
+        cache = self.__dict__.setdefault("_name_ids", {})
+        missing = [n for n in names if n not in cache]
+        if missing:
+            db.executemany("INSERT OR IGNORE INTO feature_names (name) VALUES (?)", [(k,) for k in missing])
+            cache.update(self._feature_ids(db, missing))
+        return cache
 
     @staticmethod
     def _feature_ids(db: sqlite3.Connection, names: Iterable[str]) -> dict[str, int]:
@@ -339,11 +355,18 @@ class RunStore:
 
     def features_of(self, campaign: Campaign) -> Iterator[tuple[int, str, float]]:
         """(run id, feature id, value) of every non-zero feature of the campaign's runs."""
-        yield from self.db.execute(
-            "SELECT f.run_id, n.name, f.value FROM features f JOIN feature_names n ON n.id = f.feature "
-            "JOIN runs r ON r.id = f.run_id WHERE r.campaign_id = ?",
+        names = dict(self.db.execute("SELECT id, name FROM feature_names"))
+        for run_id, ids, vals in self._packed(campaign):
+            for i, v in zip(ids.tolist(), vals.tolist()):
+                yield run_id, names[i], v
+
+    def _packed(self, campaign: Campaign) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        rows = self.db.execute(
+            "SELECT f.run_id, f.ids, f.vals FROM run_features f JOIN runs r ON r.id = f.run_id WHERE r.campaign_id = ?",
             (campaign.id,),
         )
+        for run_id, ids, vals in rows:
+            yield run_id, np.frombuffer(ids, dtype="<u4"), np.frombuffer(vals, dtype="<f8")
 
     def dataframe(self, campaign: Campaign | str, variant: str = "instrumented", status: str | None = "ok",
                   features: bool = True):
@@ -380,13 +403,17 @@ class RunStore:
         base = base.set_index("run_id")
         if not features:
             return base
-        wanted = set(base.index)
-        sparse: dict[str, dict[int, float]] = {}
-        for run_id, name, value in self.features_of(campaign):
-            if run_id in wanted:
-                sparse.setdefault(name, {})[run_id] = value
-        feats = pd.DataFrame({name: pd.Series(values, dtype="float64") for name, values in sorted(sparse.items())},
-                             index=base.index).fillna(0.0)
+        position = {run_id: n for n, run_id in enumerate(base.index)}
+        packed = [(position[r], ids, vals) for r, ids, vals in self._packed(campaign) if r in position]
+        used = np.unique(np.concatenate([ids for _, ids, _ in packed])) if packed else np.zeros(0, dtype="<u4")
+        names = dict(self.db.execute("SELECT id, name FROM feature_names"))
+        order = sorted(range(len(used)), key=lambda n: names[int(used[n])])  # columns by feature id
+        column_of = np.empty(len(used), dtype=np.int64)
+        column_of[order] = np.arange(len(used))
+        matrix = np.zeros((len(base), len(used)))
+        for row, ids, vals in packed:
+            matrix[row, column_of[np.searchsorted(used, ids)]] = vals
+        feats = pd.DataFrame(matrix, index=base.index, columns=[names[int(used[n])] for n in order])
         return pd.concat([base, feats], axis=1)
 
 

@@ -331,7 +331,9 @@ def test_peak_rss_is_the_programs_own_not_the_profilers(tmp_path):
     ballast[::4096] = b"\x01" * len(ballast[::4096])
 
     def peak(mb: int) -> float:
-        code = f"x = bytearray({mb} * 2**20)\nx[::4096] = b'\\x01' * len(x[::4096])"
+        # Hold the peak a moment: an uninstrumented program is only sampled from outside (an
+        # instrumented one also reports its own peak at exit; test_modeling covers that).
+        code = f"import time\nx = bytearray({mb} * 2**20)\nx[::4096] = b'\\x01' * len(x[::4096])\ntime.sleep(0.3)"
         record = execute(RunTask("x", 0, "original", [sys.executable, "-c", code], {}, str(tmp_path), 60, False))
         assert record.status == "ok", record.stderr_tail
         return record.metrics["max_rss_kb"] / 1024
