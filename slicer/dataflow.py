@@ -1,0 +1,451 @@
+"""Data dependence: what each CFG vertex defines and uses, and reaching definitions.
+
+Locations (what a definition writes and a use reads):
+
+* ``("var", SCOPE, NAME)``: a variable, resolved with CPython's own scoping rules (``symtable``): a
+  local, a closure cell (named by the function that owns it), a module global (``SCOPE`` is
+  ``<module>``), a class-body name (``SCOPE`` is the class).
+* ``("attr", NAME)``: the heap abstraction for attributes is the *field name*: ``a.size`` and
+  ``b.size`` are one location whatever objects ``a`` and ``b`` are (object-insensitive, so always
+  weak updates: a write never kills another).
+* Container contents are rooted at the variable that holds the container: ``xs[i] = v``,
+  ``xs.append(v)`` are weak definitions of ``xs``'s location (or of ``("attr", F)`` for
+  ``self.F.append(v)``), so later reads of ``xs`` depend on them.
+* ``("state", KIND, VERTEX)``: hidden state one vertex hands to another (an iterator from
+  ``for-iter`` to ``for-next``, a context manager from ``with-enter`` to ``with-exit``, a match
+  subject to its cases).
+
+Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
+unsliceable rather than trust a wrong slice): aliasing through plain assignment is not tracked
+(``ys = xs; ys.append(1)`` does not define ``xs``); ``setattr``/``getattr`` with computed names,
+``globals()``/``locals()``/``vars()`` writes, ``exec``/``eval`` are not modelled; code outside the
+analysed source is assumed not to read or write attributes of the program's objects except through
+calls the call graph resolves; an unknown call may read and mutate its arguments and receiver (the
+conservative default of :mod:`externals`).
+"""
+
+from __future__ import annotations
+
+import ast
+import symtable
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from . import externals
+from .ir import CFG, CodeUnit, Vertex
+
+Location = tuple  # ("var", scope, name) | ("attr", name) | ("state", kind, vertex id)
+
+
+@dataclass
+class Access:
+    """Definitions and uses of one vertex."""
+
+    defs: dict[Location, bool] = field(default_factory=dict)  # location -> strong (kills) or weak
+    uses: set[Location] = field(default_factory=set)
+    calls: list[ast.Call] = field(default_factory=list)  # call sites evaluated by the vertex
+    outside_effects: list[str] = field(default_factory=list)  # print/open/... it calls
+
+    def define(self, loc: Location, strong: bool) -> None:
+        self.defs[loc] = self.defs.get(loc, False) or strong
+
+
+class Scopes:
+    """Name resolution for every unit of a module, from ``symtable`` (the compiler's own tables)."""
+
+    KIND_NAMES = {"<lambda>": "lambda", "<listcomp>": "listcomp", "<setcomp>": "setcomp",
+                  "<dictcomp>": "dictcomp", "<genexpr>": "genexpr"}
+
+    def __init__(self, source: str, file: str, root: CodeUnit) -> None:
+        self.table_of: dict[int, symtable.SymbolTable] = {}
+        self.unit_of_table: dict[int, CodeUnit] = {}
+        self._match(symtable.symtable(source, file, "exec"), root)
+
+    def _match(self, table: symtable.SymbolTable, unit: CodeUnit) -> None:
+        self.table_of[id(unit)] = table
+        self.unit_of_table[id(table)] = unit
+        pool: dict[tuple[int, str], list[symtable.SymbolTable]] = defaultdict(list)
+        for child in table.get_children():
+            pool[(child.get_lineno(), child.get_name())].append(child)
+        for child_unit in unit.children:
+            name = child_unit.qualname.rsplit(".", 1)[-1].split("@")[0]
+            name = self.KIND_NAMES.get(name, name)
+            candidates = pool.get((child_unit.node.lineno, name))
+            if candidates:
+                self._match(candidates.pop(0), child_unit)
+
+    def resolve(self, unit: CodeUnit, name: str) -> Location:
+        """The variable location ``name`` means inside ``unit``."""
+        table = self.table_of.get(id(unit))
+        if table is None:
+            return ("var", "<module>", name)
+        try:
+            symbol = table.lookup(name)
+        except KeyError:
+            return ("var", "<module>", name) if unit.kind != "class" else ("var", unit.qualname, name)
+        if symbol.is_global() or (unit.kind == "module"):
+            return ("var", "<module>", name)
+        if symbol.is_free():
+            outer = unit.parent
+            while outer is not None:
+                outer_table = self.table_of.get(id(outer))
+                if outer.kind not in ("class",) and outer_table is not None:
+                    try:
+                        if outer_table.lookup(name).is_local():
+                            return ("var", outer.qualname if outer.kind != "module" else "<module>", name)
+                    except KeyError:
+                        pass
+                outer = outer.parent
+            return ("var", "<module>", name)
+        if symbol.is_local() or symbol.is_parameter():
+            return ("var", unit.qualname, name)
+        return ("var", "<module>", name)
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` for an attribute chain over a name."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+class _Collector(ast.NodeVisitor):
+    """Defs and uses of the expressions/statements a vertex evaluates (not of nested units' bodies)."""
+
+    def __init__(self, unit: CodeUnit, scopes: Scopes, access: Access, nested: dict[int, CodeUnit]) -> None:
+        self.unit, self.scopes, self.access, self.nested = unit, scopes, access, nested
+
+    def var(self, name: str) -> Location:
+        return self.scopes.resolve(self.unit, name)
+
+    def root(self, node: ast.AST) -> Location | None:
+        """The location a mutation through ``node`` writes: its root variable or its last field."""
+        if isinstance(node, ast.Name):
+            return self.var(node.id)
+        if isinstance(node, ast.Attribute):
+            return ("attr", node.attr)
+        if isinstance(node, ast.Subscript):
+            return self.root(node.value)
+        if isinstance(node, ast.Starred):
+            return self.root(node.value)
+        return None
+
+    # -- names, attributes, subscripts
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.access.uses.add(self.var(node.id))
+        else:
+            self.access.define(self.var(node.id), strong=True)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.visit(node.value)
+        if isinstance(node.ctx, ast.Load):
+            self.access.uses.add(("attr", node.attr))
+        else:
+            self.access.define(("attr", node.attr), strong=False)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.generic_visit(node)
+            return
+        self.visit(_as_load(node.value))
+        self.visit(node.slice)
+        loc = self.root(node.value)
+        if loc is not None:
+            self.access.define(loc, strong=False)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        self.visit(_as_load(node.target))
+        target = node.target
+        if isinstance(target, ast.Name):
+            self.access.define(self.var(target.id), strong=True)
+        else:
+            self.visit(target)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        # a walrus in a comprehension binds in the enclosing function: symtable already knows
+        self.access.define(self.var(node.target.id), strong=True)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self.access.define(self.var(target.id), strong=True)
+            else:
+                self.visit(_as_load(target))
+                loc = self.root(target)
+                if loc is not None:
+                    self.access.define(loc, strong=False)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        pass
+
+    visit_Nonlocal = visit_Global
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.access.define(self.var((alias.asname or alias.name).split(".")[0]), strong=True)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name != "*":
+                self.access.define(self.var(alias.asname or alias.name), strong=True)
+
+    # -- calls and their effects
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        self.access.calls.append(node)
+        name = dotted_name(node.func)
+        if isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            receiver = self.root(node.func.value)
+            if name and externals.has_outside_effect(name) or externals.has_outside_effect(method) and name in (None, method):
+                self.access.outside_effects.append(name or method)
+            if externals.is_pure_method(method) or (name is not None and externals.is_pure(name)):
+                return
+            if externals.is_mutator(method):
+                if receiver is not None:
+                    self.access.define(receiver, strong=False)
+                return
+            self._unknown(node, receiver)
+            return
+        if name is not None:
+            if externals.has_outside_effect(name):
+                self.access.outside_effects.append(name)
+            if externals.is_pure(name):
+                return
+            index = externals.mutated_argument(name)
+            if index is not None and index < len(node.args):
+                loc = self.root(node.args[index])
+                if loc is not None:
+                    self.access.define(loc, strong=False)
+                return
+        self._unknown(node, None)
+
+    def _unknown(self, node: ast.Call, receiver: Location | None) -> None:
+        """Conservative default: the call may mutate its receiver and every argument."""
+        if receiver is not None:
+            self.access.define(receiver, strong=False)
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            loc = self.root(arg)
+            if loc is not None:
+                self.access.define(loc, strong=False)
+
+    # -- nested units: their bodies run elsewhere; what they read from here is used here
+    def _nested_free_uses(self, node: ast.AST) -> None:
+        unit = self.nested.get(id(node))
+        if unit is None:
+            return
+        inner = _free_reads(unit, self.scopes)
+        self.access.uses.update(inner)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            self.visit(default)
+        self._nested_free_uses(node)
+
+    def _comprehension(self, node: ast.AST) -> None:
+        self.visit(node.generators[0].iter)  # evaluated here; the rest runs in the comprehension's unit
+        self._nested_free_uses(node)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+
+def _as_load(node: ast.AST) -> ast.AST:
+    """A copy of a target expression read instead of written."""
+    copy = ast.parse(ast.unparse(node), mode="eval").body if isinstance(node, ast.expr) else node
+    return ast.copy_location(copy, node)
+
+
+def _free_reads(unit: CodeUnit, scopes: Scopes) -> set[Location]:
+    """Locations a nested unit reads that belong to enclosing scopes (closures, globals, fields)."""
+    reads: set[Location] = set()
+    own = unit.qualname
+    outside: set[int] = set()
+    if unit.kind == "comprehension":  # the outermost iterable is evaluated by the enclosing unit
+        outside = {id(n) for n in ast.walk(unit.node.generators[0].iter)}
+    for node in ast.walk(unit.node):
+        if id(node) in outside:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            inner = _innermost(unit, node)
+            loc = scopes.resolve(inner, node.id)
+            if loc[1] != inner.qualname and not loc[1].startswith(own + "."):
+                reads.add(loc)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            reads.add(("attr", node.attr))
+    return reads
+
+
+def _innermost(unit: CodeUnit, node: ast.AST) -> CodeUnit:
+    """The unit (unit itself or a descendant) whose own code contains node, by source span."""
+    for child in unit.children:
+        s = child.span
+        if s and (s[0], s[1]) <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= (s[2], s[3]):
+            return _innermost(child, node)
+    return unit
+
+
+def accesses(cfg: CFG, scopes: Scopes) -> dict[int, Access]:
+    """Defs and uses of every vertex of one unit's CFG."""
+    unit = cfg.unit
+    nested = {id(child.node): child for child in unit.children}
+    result: dict[int, Access] = {}
+    for vertex in cfg.vertices.values():
+        access = Access()
+        collector = _Collector(unit, scopes, access, nested)
+        node = vertex.node
+        kind = vertex.kind
+        if kind == "entry":
+            for name in _parameters(unit):
+                access.define(scopes.resolve(unit, name), strong=True)
+        elif kind in ("stmt", "test", "expr", "match-subject"):
+            if kind == "expr" and unit.kind == "comprehension":
+                for element in ([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]):
+                    collector.visit(element)
+            elif node is not None:
+                collector.visit(node)
+            if kind == "match-subject":
+                access.define(("state", "match", vertex.id), strong=True)
+        elif kind == "def":
+            _def_statement(node, collector, access)
+        elif kind == "for-iter":
+            collector.visit(node)
+            access.define(("state", "iter", _loop_key(cfg, vertex)), strong=True)
+        elif kind == "for-next":
+            key = _loop_key(cfg, vertex)
+            access.uses.add(("state", "iter", key))
+            access.define(("state", "iter", key), strong=False)
+            if unit.kind == "comprehension" and vertex.id == _first_next(cfg):
+                access.uses.add(scopes.resolve(unit, ".0"))
+            collector.visit(node)
+        elif kind == "with-enter":
+            collector.visit(node.context_expr)
+            if node.optional_vars is not None:
+                collector.visit(node.optional_vars)
+            access.define(("state", "with", _position(node.context_expr)), strong=True)
+        elif kind == "with-exit":
+            access.uses.update(("state", "with", _position(item.context_expr)) for item in node.items)
+        elif kind == "handler":
+            if node.type is not None:
+                collector.visit(node.type)
+            if node.name:
+                access.define(scopes.resolve(unit, node.name), strong=True)
+        elif kind == "case":
+            access.uses.update(("state", "match", v) for v in _subjects(cfg, vertex))
+            collector.visit(node.pattern)
+            for capture in _captures(node.pattern):
+                access.define(scopes.resolve(unit, capture), strong=True)
+            if node.guard is not None:
+                collector.visit(node.guard)
+        result[vertex.id] = access
+    return result
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)
+
+
+def _parameters(unit: CodeUnit) -> list[str]:
+    node = unit.node
+    if unit.kind in ("function", "lambda"):
+        a = node.args
+        names = [p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]]
+        names += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+        return names
+    if unit.kind == "comprehension":
+        return [".0"]
+    return []
+
+
+def _def_statement(node: ast.AST, collector: _Collector, access: Access) -> None:
+    for decorator in node.decorator_list:
+        collector.visit(decorator)
+    if isinstance(node, ast.ClassDef):
+        for base in [*node.bases, *(k.value for k in node.keywords)]:
+            collector.visit(base)
+    else:
+        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            collector.visit(default)
+    access.define(collector.var(node.name), strong=True)
+
+
+def _loop_key(cfg: CFG, vertex: Vertex) -> int:
+    """Pair a for-next with its for-iter: the iter's vertex id (or the next's own id in a comprehension)."""
+    if vertex.kind == "for-iter":
+        return vertex.id
+    for pred in cfg.graph.predecessors(vertex.id):
+        if cfg.vertices[pred].kind == "for-iter" and cfg.graph.edges[pred, vertex.id]["kind"] == "normal":
+            return pred
+    return vertex.id
+
+
+def _first_next(cfg: CFG) -> int | None:
+    nexts = [v.id for v in cfg.vertices.values() if v.kind == "for-next"]
+    return min(nexts) if nexts else None
+
+
+def _subjects(cfg: CFG, vertex: Vertex) -> list[int]:
+    seen, todo, found = set(), [vertex.id], []
+    while todo:
+        vid = todo.pop()
+        for pred in cfg.graph.predecessors(vid):
+            if pred in seen:
+                continue
+            seen.add(pred)
+            kind = cfg.vertices[pred].kind
+            if kind == "match-subject":
+                found.append(pred)
+            elif kind == "case":
+                todo.append(pred)
+    return found
+
+
+def _captures(pattern: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(pattern):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.append(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.append(node.rest)
+    return names
+
+
+def reaching_definitions(cfg: CFG, access: dict[int, Access]) -> dict[int, dict[Location, frozenset[int]]]:
+    """For each vertex, the definitions (location -> defining vertices) that reach its entry."""
+    order = list(cfg.graph.nodes)
+    preds = {v: list(cfg.graph.predecessors(v)) for v in order}
+    out: dict[int, dict[Location, frozenset[int]]] = {v: {} for v in order}
+    into: dict[int, dict[Location, frozenset[int]]] = {v: {} for v in order}
+    changed = True
+    while changed:
+        changed = False
+        for v in order:
+            merged: dict[Location, set[int]] = {}
+            for p in preds[v]:
+                for loc, defs in out[p].items():
+                    merged.setdefault(loc, set()).update(defs)
+            incoming = {loc: frozenset(d) for loc, d in merged.items()}
+            outgoing = dict(incoming)
+            for loc, strong in access[v].defs.items():
+                outgoing[loc] = frozenset({v}) if strong else incoming.get(loc, frozenset()) | {v}
+            into[v] = incoming
+            if outgoing != out[v]:
+                out[v] = outgoing
+                changed = True
+    return into
+
+
+def data_dependences(cfg: CFG, access: dict[int, Access]) -> list[tuple[int, int, Location]]:
+    """(defining vertex, using vertex, location) for every def that reaches a use."""
+    reaching = reaching_definitions(cfg, access)
+    edges = []
+    for v, acc in access.items():
+        for loc in acc.uses:
+            for d in sorted(reaching[v].get(loc, ())):
+                edges.append((d, v, loc))
+    return edges

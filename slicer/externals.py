@@ -1,0 +1,108 @@
+"""What code outside the analysed source does, as data: builtins, stdlib, installed packages.
+
+Three kinds of knowledge, each a plain table so it is easy to read and extend (``extend(path)`` merges
+a JSON file with the same keys):
+
+* ``pure``: functions whose result depends only on their arguments and which mutate nothing
+  (``len``, ``isinstance``, ``math.*`` ...). ``pure_methods``: methods that mutate neither receiver nor
+  arguments (``str.split``, ``dict.get`` ...), looked up by method name whatever the receiver.
+* ``mutators``: methods that mutate their receiver (``list.append``, ``dict.update`` ...).
+* ``effects``: functions with effects outside the program (printing, files, network, processes).
+  The slicer drops statements whose only effect is one of these, unless the criterion depends on them.
+
+Anything else is *unknown*, and the conservative default applies: an unknown call may read and
+mutate every argument and its receiver, and its result depends on all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TABLES: dict[str, set[str]] = {
+    "pure": {
+        "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "complex", "divmod", "enumerate",
+        "float", "format", "frozenset", "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len",
+        "max", "min", "oct", "ord", "pow", "range", "repr", "reversed", "round", "slice", "sorted", "str", "sum",
+        "tuple", "type", "zip", "list", "dict", "set", "object", "getattr", "hasattr", "vars", "dir",
+        "math.*", "cmath.*", "operator.*", "string.*", "re.compile", "re.match", "re.search", "re.fullmatch",
+        "re.findall", "re.finditer", "re.sub", "re.split", "re.escape", "os.path.*", "posixpath.*",
+        "itertools.*", "functools.reduce", "bisect.bisect", "bisect.bisect_left", "bisect.bisect_right",
+        "heapq.nlargest", "heapq.nsmallest", "collections.Counter", "collections.defaultdict",
+        "collections.OrderedDict", "collections.deque", "collections.namedtuple", "copy.copy", "copy.deepcopy",
+        "json.dumps", "json.loads", "struct.pack", "struct.unpack", "zlib.crc32", "binascii.crc32",
+        "hashlib.*", "unicodedata.*", "textwrap.*", "fnmatch.*", "dataclasses.field", "dataclasses.dataclass",
+        "functools.wraps", "functools.partial", "functools.lru_cache", "functools.cache",
+        "abc.abstractmethod", "property", "staticmethod", "classmethod", "super", "next",
+    },
+    "pure_methods": {
+        "lower", "upper", "casefold", "capitalize", "title", "strip", "lstrip", "rstrip", "split", "rsplit",
+        "splitlines", "join", "startswith", "endswith", "replace", "find", "rfind", "index", "rindex", "count",
+        "format", "encode", "decode", "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper",
+        "partition", "rpartition", "zfill", "ljust", "rjust", "center", "expandtabs", "translate",
+        "get", "keys", "values", "items", "copy", "most_common", "group", "groups", "groupdict", "start", "end",
+        "span", "match", "search", "fullmatch", "findall", "finditer", "sub", "subn", "hexdigest", "digest",
+        "bit_length", "is_integer", "conjugate", "issubset", "issuperset", "isdisjoint", "union",
+        "intersection", "difference", "symmetric_difference", "__len__", "__contains__", "__getitem__",
+    },
+    "mutators": {
+        "append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard", "setdefault",
+        "sort", "reverse", "popitem", "appendleft", "popleft", "extendleft", "rotate", "difference_update",
+        "intersection_update", "symmetric_difference_update", "__setitem__", "__delitem__", "send", "throw",
+        "heappush", "heappop", "heapify", "heapreplace", "heappushpop",
+    },
+    "effects": {
+        "print", "input", "open", "breakpoint", "exec", "eval", "exit", "quit",
+        "os.remove", "os.unlink", "os.rename", "os.replace", "os.mkdir", "os.makedirs", "os.rmdir",
+        "os.system", "os.write", "os.chdir", "os.kill", "os.*", "shutil.*", "subprocess.*", "socket.*",
+        "urllib.*", "http.*", "requests.*", "sys.exit", "logging.*", "time.sleep", "pathlib.Path.write_text",
+        "write", "writelines", "flush", "write_text", "write_bytes", "unlink", "mkdir", "rmdir", "touch",
+        "send", "sendall", "connect", "bind", "listen", "close",
+    },
+}
+
+MUTATING_FUNCTIONS = {"heapq.heappush": 0, "heapq.heappop": 0, "heapq.heapify": 0, "heapq.heapreplace": 0,
+                      "heapq.heappushpop": 0, "random.shuffle": 0, "bisect.insort": 0, "bisect.insort_left": 0,
+                      "bisect.insort_right": 0}
+"""Functions that mutate one positional argument (its index)."""
+
+
+def _matches(name: str, table: set[str]) -> bool:
+    if name in table:
+        return True
+    parts = name.split(".")
+    return any(".".join(parts[:n]) + ".*" in table for n in range(1, len(parts)))
+
+
+def is_pure(name: str) -> bool:
+    """A pure function by dotted name (``len``, ``math.sqrt``)."""
+    return _matches(name, TABLES["pure"])
+
+
+def is_pure_method(method: str) -> bool:
+    """A method that mutates neither receiver nor arguments."""
+    return method in TABLES["pure_methods"]
+
+
+def is_mutator(method: str) -> bool:
+    """A method that mutates its receiver."""
+    return method in TABLES["mutators"]
+
+
+def has_outside_effect(name: str) -> bool:
+    """A function (dotted name) or method name whose effect reaches outside the program."""
+    return _matches(name, TABLES["effects"]) or name.rsplit(".", 1)[-1] in TABLES["effects"] and "." in name
+
+
+def mutated_argument(name: str) -> int | None:
+    """Index of the positional argument a known function mutates, if any."""
+    return MUTATING_FUNCTIONS.get(name)
+
+
+def extend(path: Path) -> None:
+    """Merge a JSON file ``{"pure": [...], "pure_methods": [...], "mutators": [...], "effects": [...]}``."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    for key, names in data.items():
+        if key not in TABLES:
+            raise ValueError(f"{path}: unknown table {key!r}; known: {', '.join(TABLES)}")
+        TABLES[key].update(names)

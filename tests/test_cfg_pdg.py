@@ -1,0 +1,266 @@
+"""Control flow and dependences of small programs, one construct at a time, checked by hand."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+
+import pytest
+
+from mantispy.slicer.pdg import analyse_module
+from tests.helpers import MANTISPY
+
+
+def graphs(source: str):
+    source = textwrap.dedent(source)
+    return analyse_module(source, "m.py")
+
+
+def edges(cfg) -> set[tuple[str, str, str]]:
+    """(from label, to label, kind) with labels shortened to the vertex text."""
+    return {(cfg.vertices[a].label, cfg.vertices[b].label, d["kind"]) for a, b, d in cfg.graph.edges(data=True)}
+
+
+def vertex(cfg, label: str):
+    found = [v for v in cfg.vertices.values() if v.label == label]
+    assert len(found) == 1, (label, [v.label for v in cfg.vertices.values()])
+    return found[0]
+
+
+def depends(pdg, label: str) -> set[tuple[str, str]]:
+    """What the vertex labelled ``label`` depends on: (label, 'data:NAME' or 'control:KIND')."""
+    v = vertex(pdg.cfg, label)
+    result = set()
+    for a, kind, lab in pdg.dependences_of(v.id):
+        what = f"data:{lab[-1] if lab[0] != 'attr' else '.' + lab[1]}" if kind == "data" else f"control:{lab}"
+        result.add((pdg.cfg.vertices[a].label, what))
+    return result
+
+
+def test_if_elif_else_edges_and_control_dependence():
+    g = graphs("""
+        def f(x):
+            if x > 0:
+                y = 1
+            elif x < 0:
+                y = 2
+            else:
+                y = 3
+            return y
+    """)
+    cfg = g.cfgs["f"]
+    e = edges(cfg)
+    assert ("if x > 0", "y = 1", "true") in e and ("if x > 0", "if x < 0", "false") in e
+    assert ("if x < 0", "y = 2", "true") in e and ("if x < 0", "y = 3", "false") in e
+    assert {("y = 1", "return y", "normal"), ("y = 2", "return y", "normal"), ("y = 3", "return y", "normal")} <= e
+    pdg = g.pdgs["f"]
+    assert ("if x < 0", "control:true") in depends(pdg, "y = 2")
+    assert ("if x > 0", "control:false") in depends(pdg, "if x < 0")
+    assert {("y = 1", "data:y"), ("y = 2", "data:y"), ("y = 3", "data:y")} <= depends(pdg, "return y")
+    assert ("entry f", "control:normal") in depends(pdg, "return y")
+
+
+def test_loops_break_continue_and_else():
+    g = graphs("""
+        def f(xs):
+            for x in xs:
+                if x == 0:
+                    continue
+                if x < 0:
+                    break
+            else:
+                done = True
+            while xs:
+                xs = xs[1:]
+            return xs
+    """)
+    e = edges(g.cfgs["f"])
+    assert ("iter(xs)", "x = next(...)", "normal") in e
+    assert ("x = next(...)", "if x == 0", "true") in e
+    assert ("continue", "x = next(...)", "normal") in e
+    assert ("break", "while xs", "normal") in e  # break skips the loop's else
+    assert ("x = next(...)", "done = True", "false") in e
+    assert ("xs = xs[1:]", "while xs", "normal") in e and ("while xs", "return xs", "false") in e
+    pdg = g.pdgs["f"]
+    assert ("xs = xs[1:]", "data:xs") in depends(pdg, "xs = xs[1:]")  # loop-carried
+    assert ("while xs", "control:true") in depends(pdg, "xs = xs[1:]")
+    assert ("x = next(...)", "control:false") in depends(pdg, "done = True")
+
+
+def test_try_except_else_finally_with_return_and_exceptional_edges():
+    g = graphs("""
+        def f(a):
+            try:
+                r = 10 // a
+            except ZeroDivisionError:
+                return -1
+            except TypeError as exc:
+                r = 0
+            else:
+                r += 1
+            finally:
+                print("done")
+            return r
+    """)
+    cfg = g.cfgs["f"]
+    e = edges(cfg)
+    assert ("r = 10 // a", "except ZeroDivisionError", "exception") in e
+    assert ("except ZeroDivisionError", "except TypeError as exc", "false") in e
+    assert ("except TypeError as exc", "print('done')", "exception") in e  # no handler matched
+    assert ("r = 10 // a", "r += 1", "normal") in e  # the else arm
+    assert ("return -1", "print('done')", "normal") in e  # return passes through finally
+    assert ("print('done')", "exit", "normal") in e and ("print('done')", "return r", "normal") in e
+    assert ("print('done')", "raise-exit", "exception") in e  # an unhandled exception after finally
+    pdg = g.pdgs["f"]
+    assert ("r = 10 // a", "control:exception") in depends(pdg, "except ZeroDivisionError")
+    assert ("except ZeroDivisionError", "control:true") in depends(pdg, "return -1")
+
+
+def test_finally_with_break_and_continue_inside_loop():
+    g = graphs("""
+        def f(xs):
+            for x in xs:
+                try:
+                    if x:
+                        break
+                    continue
+                finally:
+                    cleanup(x)
+            return 1
+    """)
+    e = edges(g.cfgs["f"])
+    assert ("break", "cleanup(x)", "normal") in e and ("continue", "cleanup(x)", "normal") in e
+    assert ("cleanup(x)", "return 1", "normal") in e  # the break continues after the loop
+    assert ("cleanup(x)", "x = next(...)", "normal") in e  # the continue goes to the next item
+
+
+def test_with_raise_assert_and_match_with_guards():
+    g = graphs("""
+        def f(path, v):
+            with open(path) as fh:
+                data = fh.read()
+            assert data, "empty"
+            match v:
+                case 0:
+                    kind = "zero"
+                case int(n) if n > 9:
+                    kind = "big"
+                case _:
+                    raise ValueError(v)
+            return kind
+    """)
+    e = edges(g.cfgs["f"])
+    assert ("with open(path) as fh", "data = fh.read()", "normal") in e
+    assert ("data = fh.read()", "exit of with open(path)", "normal") in e
+    assert ("exit of with open(path)", "assert data, 'empty'", "normal") in e
+    assert ("assert data, 'empty'", "raise-exit", "exception") in e
+    assert ("case 0", "case int(n) if n > 9", "false") in e
+    assert ("case int(n) if n > 9", "kind = 'big'", "true") in e
+    assert ("raise ValueError(v)", "raise-exit", "exception") in e
+    assert not any(a == "raise ValueError(v)" and k == "normal" for a, _, k in e)
+    pdg = g.pdgs["f"]
+    assert ("with open(path) as fh", "data:fh") in depends(pdg, "data = fh.read()")
+    assert ("case int(n) if n > 9", "control:true") in depends(pdg, "kind = 'big'")
+
+
+def test_scopes_globals_closures_walrus_starred_chained_and_defaults():
+    g = graphs("""
+        import os
+        COUNT = 0
+        def bump(step=COUNT):
+            global COUNT
+            COUNT = COUNT + step
+        def outer():
+            total = 0
+            def inner(v):
+                nonlocal total
+                total += v
+            inner(1)
+            return total
+        a = b = [1, 2, 3]
+        first, *rest = a
+        if (n := len(rest)) > 1:
+            print(n)
+        @decorate(os.sep)
+        def g(x=first):
+            return x
+    """)
+    bump = g.pdgs["bump"]
+    assert ("entry bump", "data:step") in depends(bump, "COUNT = COUNT + step")
+    assert ("var", "<module>", "COUNT") in bump.access[vertex(bump.cfg, "COUNT = COUNT + step").id].defs
+    inner = g.pdgs["outer.inner"]
+    defined = inner.access[vertex(inner.cfg, "total += v").id].defs
+    assert ("var", "outer", "total") in defined  # the closure cell belongs to outer
+    module = g.pdgs["<module>"]
+    assert ("COUNT = 0", "data:COUNT") in depends(module, "def bump")  # default evaluated at def time
+    assert ("a = b = [1, 2, 3]", "data:a") in depends(module, "first, *rest = a")
+    assert ("first, *rest = a", "data:rest") in depends(module, "if (n := len(rest)) > 1")
+    assert ("if (n := len(rest)) > 1", "data:n") in depends(module, "print(n)")
+    assert ("import os", "data:os") in depends(module, "def g")  # decorator arguments
+    assert ("first, *rest = a", "data:first") in depends(module, "def g")
+
+
+def test_heap_abstraction_fields_containers_and_calls():
+    g = graphs("""
+        import math
+        def f(obj, xs):
+            obj.size = len(xs)
+            xs.append(3)
+            ys = sorted(xs)
+            root = math.sqrt(obj.size)
+            mystery(ys)
+            return ys, root, xs
+    """)
+    pdg = g.pdgs["f"]
+    assert ("obj.size = len(xs)", "data:.size") in depends(pdg, "root = math.sqrt(obj.size)")
+    assert ("xs.append(3)", "data:xs") in depends(pdg, "ys = sorted(xs)")  # mutation via a known mutator
+    assert ("mystery(ys)", "data:ys") in depends(pdg, "return (ys, root, xs)")  # unknown call may mutate
+    sorted_defs = pdg.access[vertex(pdg.cfg, "ys = sorted(xs)").id].defs
+    assert ("var", "f", "xs") not in sorted_defs  # sorted is pure: xs is not written
+
+
+def test_lambdas_and_comprehensions_are_units_reading_their_enclosing_scope():
+    g = graphs("""
+        def f(xs, k):
+            key = lambda v: v % k
+            return [key(x) for x in xs if x > k]
+    """)
+    assert {"f", "f.<lambda>", "f.<listcomp>"} <= set(g.cfgs)
+    comp = g.cfgs["f.<listcomp>"]
+    e = edges(comp)
+    assert ("x = next(...)", "if x > k", "true") in e and ("if x > k", "x = next(...)", "false") in e
+    assert ("key(x)", "x = next(...)", "normal") in e
+    pdg = g.pdgs["f"]
+    assert ("key = lambda v: v % k", "data:key") in depends(pdg, "return [key(x) for x in xs if x > k]")
+    assert ("entry f", "data:k") in depends(pdg, "return [key(x) for x in xs if x > k]")  # read inside the unit
+    assert ("entry f", "data:k") in depends(pdg, "key = lambda v: v % k")
+
+
+def test_every_statement_has_a_vertex_with_its_source_span():
+    source = textwrap.dedent("""
+        def f(x):
+            y = x + 1
+            return y
+            print("unreachable")
+    """)
+    g = analyse_module(source, "m.py")
+    cfg = g.cfgs["f"]
+    unreachable = vertex(cfg, "print('unreachable')")
+    assert unreachable.span == (5, 4, 5, 24)
+    assert not list(cfg.graph.predecessors(unreachable.id))
+
+
+@pytest.mark.parametrize("verb", ["cfg", "pdg"])
+def test_cli_listing_dot_and_errors(tmp_path, verb):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "a.py").write_text("def work(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n")
+    (tmp_path / "app" / "b.py").write_text("def work(n):\n    return n\n")
+    (tmp_path / "app" / "broken.py").write_text("def oops(:\n")
+    run = lambda *a: subprocess.run([*MANTISPY, verb, *map(str, a)], capture_output=True, text=True, timeout=120)  # noqa: E731
+    listing = run(tmp_path / "app", "--function", "a.py:work")
+    assert listing.returncode == 0, listing.stderr
+    assert "s += i" in listing.stdout and "broken.py:1: " in listing.stderr
+    dot = run(tmp_path / "app", "--function", "a.py:work", "--dot")
+    assert dot.stdout.startswith("digraph") and dot.stdout.rstrip().endswith("}")
+    ambiguous = run(tmp_path / "app", "--function", "work")
+    assert ambiguous.returncode == 1 and "ambiguous" in ambiguous.stderr
