@@ -14,6 +14,10 @@ Locations (what a definition writes and a use reads):
 * ``("state", KIND, VERTEX)``: hidden state one vertex hands to another (an iterator from
   ``for-iter`` to ``for-next``, a context manager from ``with-enter`` to ``with-exit``, a match
   subject to its cases).
+* ``ANY``: what a construct the analysis does not model may touch (``exec``/``eval``, ``globals()``,
+  ``locals()``, ``vars()``, ``setattr``/``delattr``, ``__dict__``, ``from m import *``). Such a vertex
+  weakly defines ``ANY`` (every later use may depend on it) and uses ``ANY`` (it depends on every
+  definition that reaches it); each is reported as an :class:`Unsupported` note with its location.
 
 Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
 unsliceable rather than trust a wrong slice): aliasing through plain assignment is not tracked
@@ -34,7 +38,22 @@ from dataclasses import dataclass, field
 from . import externals
 from .ir import CFG, CodeUnit, Vertex
 
-Location = tuple  # ("var", scope, name) | ("attr", name) | ("state", kind, vertex id)
+Location = tuple  # ("var", scope, name) | ("attr", name) | ("state", kind, vertex id) | ANY
+ANY: Location = ("any",)
+UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "delattr", "__import__"}
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A construct the analysis does not model, treated conservatively."""
+
+    file: str
+    line: int
+    col: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.what} is not modelled; treated as reading and writing anything"
 
 
 @dataclass
@@ -45,6 +64,13 @@ class Access:
     uses: set[Location] = field(default_factory=set)
     calls: list[ast.Call] = field(default_factory=list)  # call sites evaluated by the vertex
     outside_effects: list[str] = field(default_factory=list)  # print/open/... it calls
+    unsupported: list[tuple[int, int, str]] = field(default_factory=list)  # (line, col, what)
+
+    def havoc(self, node: ast.AST, what: str) -> None:
+        """A construct we do not model: may read and write anything."""
+        self.define(ANY, strong=False)
+        self.uses.add(ANY)
+        self.unsupported.append((getattr(node, "lineno", 0), getattr(node, "col_offset", 0), what))
 
     def define(self, loc: Location, strong: bool) -> None:
         self.defs[loc] = self.defs.get(loc, False) or strong
@@ -141,6 +167,8 @@ class _Collector(ast.NodeVisitor):
             self.access.define(self.var(node.id), strong=True)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr == "__dict__":
+            self.access.havoc(node, "__dict__")
         self.visit(node.value)
         if isinstance(node.ctx, ast.Load):
             self.access.uses.add(("attr", node.attr))
@@ -194,6 +222,8 @@ class _Collector(ast.NodeVisitor):
         for alias in node.names:
             if alias.name != "*":
                 self.access.define(self.var(alias.asname or alias.name), strong=True)
+            else:
+                self.access.havoc(node, f"from {node.module} import *")
 
     # -- calls and their effects
     def visit_Call(self, node: ast.Call) -> None:
@@ -212,6 +242,9 @@ class _Collector(ast.NodeVisitor):
                     self.access.define(receiver, strong=False)
                 return
             self._unknown(node, receiver)
+            return
+        if name in UNMODELLED_CALLS:
+            self.access.havoc(node, f"{name}()")
             return
         if name is not None:
             if externals.has_outside_effect(name):
@@ -445,7 +478,11 @@ def data_dependences(cfg: CFG, access: dict[int, Access]) -> list[tuple[int, int
     reaching = reaching_definitions(cfg, access)
     edges = []
     for v, acc in access.items():
-        for loc in acc.uses:
+        wanted = reaching[v].keys() if ANY in acc.uses else acc.uses
+        for loc in wanted:
             for d in sorted(reaching[v].get(loc, ())):
                 edges.append((d, v, loc))
-    return edges
+            if loc != ANY:  # an unmodelled construct may have written it
+                for d in sorted(reaching[v].get(ANY, ())):
+                    edges.append((d, v, ANY))
+    return sorted(set(edges), key=lambda e: (e[0], e[1], str(e[2])))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from .cfg import build_cfg, collect_units, iter_units
-from .dataflow import Access, Location, Scopes, accesses, data_dependences
+from .dataflow import Access, Location, Scopes, Unsupported, accesses, data_dependences
 from .ir import CFG, CodeUnit
 
 
@@ -100,12 +100,13 @@ def build_pdg(cfg: CFG, scopes: Scopes, exceptional: bool = False) -> PDG:
 
 @dataclass
 class ModuleGraphs:
-    """Units, CFGs and PDGs of one module."""
+    """Units, CFGs and PDGs of one module, and what the analysis could not model in it."""
 
     root: CodeUnit
     cfgs: dict[str, CFG]
     pdgs: dict[str, PDG]
     scopes: Scopes
+    unsupported: list[Unsupported]
 
 
 def analyse_module(source: str, file: str, tree: ast.Module | None = None, exceptional: bool = False) -> ModuleGraphs:
@@ -114,11 +115,14 @@ def analyse_module(source: str, file: str, tree: ast.Module | None = None, excep
     root = collect_units(tree, file)
     scopes = Scopes(source, file, root)
     cfgs, pdgs = {}, {}
+    notes: set[Unsupported] = set()
     for unit in iter_units(root):
         cfg = build_cfg(unit)
         cfgs[unit.qualname] = cfg
         pdgs[unit.qualname] = build_pdg(cfg, scopes, exceptional)
-    return ModuleGraphs(root, cfgs, pdgs, scopes)
+        for access in pdgs[unit.qualname].access.values():
+            notes.update(Unsupported(file, line, col, what) for line, col, what in access.unsupported)
+    return ModuleGraphs(root, cfgs, pdgs, scopes, sorted(notes, key=lambda n: (n.line, n.col)))
 
 
 def _escape(text: str) -> str:

@@ -264,3 +264,20 @@ def test_cli_listing_dot_and_errors(tmp_path, verb):
     assert dot.stdout.startswith("digraph") and dot.stdout.rstrip().endswith("}")
     ambiguous = run(tmp_path / "app", "--function", "work")
     assert ambiguous.returncode == 1 and "ambiguous" in ambiguous.stderr
+
+
+def test_unmodelled_constructs_are_reported_and_treated_conservatively():
+    g = graphs("""
+        def f(obj, name, code):
+            a = 1
+            setattr(obj, name, 2)
+            b = obj.size
+            exec(code)
+            return a
+    """)
+    assert [(n.line, n.what) for n in g.unsupported] == [(4, "setattr()"), (6, "exec()")]
+    assert str(g.unsupported[0]).startswith("m.py:4: setattr() is not modelled")
+    pdg = g.pdgs["f"]
+    assert ("setattr(obj, name, 2)", "data:any") in depends(pdg, "b = obj.size")  # may have set .size
+    assert ("a = 1", "data:a") in depends(pdg, "exec(code)")  # exec may read anything
+    assert ("exec(code)", "data:any") in depends(pdg, "return a")  # and write anything
