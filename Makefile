@@ -22,6 +22,7 @@ demo: $(STAMP)
 		search.py --docs 2000 --queries $(DEMO)/queries.txt --fuzzy 1
 	$(MANTISPY) features $(DEMO)/features.json --manifest $(DEMO)/minisearch --top 15
 	$(MANTISPY) profile examples/campaigns/minisearch-demo.toml --store $(DEMO)/mantis.db
+	$(MANTISPY) fit --store $(DEMO)/mantis.db --train-fraction 0.5 --no-sensitivity -o $(DEMO)/model.json
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -17,14 +17,9 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 def machine_fingerprint() -> str:
     """One line: CPU, cores, memory, Python, mantispy revision, date."""
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from mantispy.profiler import environment_fingerprint
+
+    cpu = environment_fingerprint()["cpu_model"] or "unknown CPU"
     try:
         mem_kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")).split()[1])
         memory = f"{mem_kb / 2**20:.0f} GiB"
