@@ -486,6 +486,123 @@ def show(model_file: Path) -> None:
     _print_evaluation(model)
 
 
+def _load_program(src: Path):
+    from mantispy.slicer.program import Program, ProgramError
+
+    try:
+        program = Program.load(src)
+    except ProgramError as exc:
+        raise UserError(str(exc)) from None
+    for problem in program.problems:
+        click.echo(str(problem), err=True)
+    return program
+
+
+def _unit_graphs(src: Path, function: str, exceptional: bool = False):
+    from mantispy.slicer.lookup import LookupError_, find_unit
+
+    program = _load_program(src)
+    try:
+        found = find_unit(program, function, exceptional)
+    except LookupError_ as exc:
+        raise UserError(str(exc)) from None
+    for note in found[1].unsupported:
+        click.echo(f"mantispy: note: {note}", err=True)
+    return found
+
+
+@cli.command()
+@click.argument("src", type=click.Path(path_type=Path))
+@click.option("--function", "function", required=True, metavar="[FILE:]QUALNAME",
+              help="The code unit: Class.method, outer.inner, <module>, f.<listcomp>...; prefix FILE.py: if ambiguous.")
+@click.option("--dot", is_flag=True, help="Print Graphviz dot instead of a listing.")
+def cfg(src: Path, function: str, dot: bool) -> None:
+    """Print the control-flow graph of one code unit (static: nothing is run)."""
+    source, graphs, unit = _unit_graphs(src, function)
+    graph = graphs.cfgs[unit.qualname]
+    if dot:
+        click.echo(graph.to_dot())
+        return
+    click.echo(f"CFG of {source.path}:{unit.qualname} ({unit.kind}), {len(graph.vertices)} vertices")
+    for v in graph.vertices.values():
+        succ = ", ".join(f"{s}{'' if graph.graph.edges[v.id, s]['kind'] == 'normal' else '/' + graph.graph.edges[v.id, s]['kind']}"
+                         for s in sorted(graph.graph.successors(v.id)))
+        line = f"{v.span[0]:>5}" if v.span else "     "
+        click.echo(f"{v.id:>4} {line}  {v.kind:<13} {v.label:<50} -> {succ}")
+
+
+@cli.command()
+@click.argument("src", type=click.Path(path_type=Path))
+@click.option("--function", "function", required=True, metavar="[FILE:]QUALNAME", help="The code unit (see mantispy cfg).")
+@click.option("--dot", is_flag=True, help="Print Graphviz dot instead of a listing.")
+@click.option("--exceptional", is_flag=True, help="Let exceptions that leave the unit create control dependences too.")
+def pdg(src: Path, function: str, dot: bool, exceptional: bool) -> None:
+    """Print the program dependence graph (data + control dependences) of one code unit."""
+    source, graphs, unit = _unit_graphs(src, function, exceptional)
+    graph = graphs.pdgs[unit.qualname]
+    if dot:
+        click.echo(graph.to_dot())
+        return
+    click.echo(f"PDG of {source.path}:{unit.qualname} ({unit.kind})")
+    for v in graph.cfg.statements():
+        deps = []
+        for a, kind, label in sorted(graph.dependences_of(v.id), key=lambda d: (d[0], d[1])):
+            if kind == "data":
+                deps.append(f"{a}:{label[-1] if label[0] != 'attr' else '.' + label[1]}")
+            else:
+                deps.append(f"{a}/{label}")
+        line = f"{v.span[0]:>5}" if v.span else "     "
+        click.echo(f"{v.id:>4} {line}  {v.label:<50} <- {' '.join(deps)}")
+
+
+def _entry_path(src: Path, entry: Path) -> Path:
+    """ENTRY as given if absolute, else inside SRC's folder, else relative to the current folder."""
+    if entry.is_absolute():
+        return entry
+    inside = (src.parent if src.is_file() else src) / entry
+    return inside if inside.exists() or not entry.exists() else entry
+
+
+@cli.command()
+@click.argument("src", type=click.Path(path_type=Path))
+@click.option("--entry", "entry", required=True, type=click.Path(path_type=Path),
+              help="The program's entry file (relative to SRC, or a path).")
+@click.option("--format", "fmt", type=click.Choice(["json", "dot"]), default="json", show_default=True,
+              help="PyCG's JSON call graph or Graphviz dot.")
+@click.option("-o", "--out", "out", default=None, type=click.Path(path_type=Path), help="File to write (default: stdout).")
+def callgraph(src: Path, entry: Path, fmt: str, out: Path | None) -> None:
+    """Print the static call graph of SRC (a folder or a .py file) as seen from ENTRY, in PyCG's format.
+
+    Nothing is run. Files that cannot be read or parsed are listed on stderr as FILE:LINE: MESSAGE and
+    left out; the rest is analysed.
+    """
+    from mantispy.slicer.callgraph import CallGraphError, build_call_graph
+    from mantispy.slicer.program import Program, ProgramError
+
+    if not src.exists():
+        raise UserError(f"{src}: no such file or folder; give the program's source folder or .py file")
+    entry_path = _entry_path(src, entry)
+    if not entry_path.is_file():
+        raise UserError(f"{entry}: entry file not found (looked for {entry_path}); give a .py file inside {src}")
+    try:
+        program = Program.load(src)
+    except ProgramError as exc:
+        raise UserError(str(exc)) from None
+    for problem in program.problems:
+        click.echo(str(problem), err=True)
+    try:
+        graph = build_call_graph(program, entry_path.resolve())
+    except CallGraphError as exc:
+        raise UserError(str(exc)) from None
+    text = graph.to_dot() if fmt == "dot" else json.dumps(graph.to_pycg(), indent=2) + "\n"
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        click.echo(f"call graph of {len(graph.functions)} function(s), {len(graph.sites)} call site(s) "
+                   f"({len(graph.unresolved)} unresolved) written to {out}", err=True)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="mantispy")

@@ -1,0 +1,9 @@
+from . import units
+
+
+def perimeter(side):
+    return units.scale(4 * side)
+
+
+def area_of(shape):
+    return shape.area()
