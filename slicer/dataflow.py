@@ -40,6 +40,7 @@ from .ir import CFG, CodeUnit, Vertex
 
 Location = tuple  # ("var", scope, name) | ("attr", name) | ("state", kind, vertex id) | ANY
 ANY: Location = ("any",)
+RET: Location = ("ret",)  # the value a unit hands back to its caller (return, yield, lambda body, element)
 UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "delattr", "__import__"}
 
 
@@ -139,10 +140,16 @@ def dotted_name(node: ast.AST) -> str | None:
 
 
 class _Collector(ast.NodeVisitor):
-    """Defs and uses of the expressions/statements a vertex evaluates (not of nested units' bodies)."""
+    """Defs and uses of the expressions/statements a vertex evaluates (not of nested units' bodies).
 
-    def __init__(self, unit: CodeUnit, scopes: Scopes, access: Access, nested: dict[int, CodeUnit]) -> None:
+    ``internal(call)`` says whether the call graph resolved a call to code of the program; such a call's
+    effects come from its callees' summaries (the SDG adds them), not from the external-code model.
+    """
+
+    def __init__(self, unit: CodeUnit, scopes: Scopes, access: Access, nested: dict[int, CodeUnit],
+                 internal=lambda call: False) -> None:
         self.unit, self.scopes, self.access, self.nested = unit, scopes, access, nested
+        self.internal = internal
 
     def var(self, name: str) -> Location:
         return self.scopes.resolve(self.unit, name)
@@ -229,6 +236,8 @@ class _Collector(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
         self.access.calls.append(node)
+        if self.internal(node):
+            return
         name = dotted_name(node.func)
         if isinstance(node.func, ast.Attribute):
             method = node.func.attr
@@ -323,14 +332,14 @@ def _innermost(unit: CodeUnit, node: ast.AST) -> CodeUnit:
     return unit
 
 
-def accesses(cfg: CFG, scopes: Scopes) -> dict[int, Access]:
-    """Defs and uses of every vertex of one unit's CFG."""
+def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False) -> dict[int, Access]:
+    """Defs and uses of every vertex of one unit's CFG (``internal``: see :class:`_Collector`)."""
     unit = cfg.unit
     nested = {id(child.node): child for child in unit.children}
     result: dict[int, Access] = {}
     for vertex in cfg.vertices.values():
         access = Access()
-        collector = _Collector(unit, scopes, access, nested)
+        collector = _Collector(unit, scopes, access, nested, internal)
         node = vertex.node
         kind = vertex.kind
         if kind == "entry":
@@ -375,8 +384,26 @@ def accesses(cfg: CFG, scopes: Scopes) -> dict[int, Access]:
                 access.define(scopes.resolve(unit, capture), strong=True)
             if node.guard is not None:
                 collector.visit(node.guard)
+        if kind == "stmt" and isinstance(node, ast.Return) or kind == "expr":
+            access.define(RET, strong=False)
+        if node is not None and kind in ("stmt", "test", "expr") and any(
+            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(node)
+        ):
+            access.define(RET, strong=False)
         result[vertex.id] = access
     return result
+
+
+def _own_nodes(node: ast.AST):
+    """Nodes of ``node`` that belong to its own unit (not inside nested lambdas/comprehensions/defs)."""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        yield current
+        for child in ast.iter_child_nodes(current):
+            if not isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                      ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                todo.append(child)
 
 
 def _position(node: ast.AST) -> tuple[int, int]:

@@ -1,0 +1,507 @@
+"""The system dependence graph (Horwitz, Reps and Binkley 1990) of a whole program.
+
+Procedures are all code units (module bodies, class bodies, functions, lambdas, comprehensions).
+Besides each procedure's PDG vertices the SDG has, as in WALA's SDG:
+
+* formal-in vertices ``("fin", P, X)``: ``X`` is ``ARGS`` (all parameters, bound at the entry vertex,
+  which stands for it) or a location P reads before any write of its own (a global, a closure cell, an
+  attribute field, transitively through P's callees: its REF set);
+* formal-out vertices ``("fout", P, X)``: ``RET`` (the value handed back), a location P writes
+  (transitively: its MOD set), or ``ARGMUT`` (P mutates an object passed as an argument);
+* for every call of the program's own code (resolved by the call graph, plus the implicit ones: a
+  comprehension or class body run by the statement that contains it, a module body run by ``import``),
+  a call vertex (the statement) and actual-in / actual-out vertices ``("ain"|"aout", call, X)`` for
+  each formal of the possible callees;
+* edges: ``control`` and ``data`` inside procedures; ``call`` (call vertex -> callee entry),
+  ``param-in`` (actual-in -> formal-in), ``param-out`` (formal-out -> actual-out) between them; and
+  ``summary`` edges (actual-in -> actual-out when the callee carries the first to the second along a
+  same-level realizable path), computed once by the Reps-Horwitz-Sagiv-Rosay worklist algorithm and
+  reused by every slice.
+
+Parameter passing is modelled coarsely but soundly: the ``ARGS`` actual-in depends on everything the
+call's statement reads, and an ``ARGMUT`` actual-out weakly defines every argument's (and the
+receiver's) root location. Locations are the dataflow module's, with variables qualified by file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from .callgraph import CallGraph
+from .cfg import build_cfg, collect_units, iter_units
+from .dataflow import ANY, RET, Access, Scopes, accesses, reaching_definitions
+from .ir import CFG, CodeUnit
+from .pdg import control_dependences
+from .program import Program, SourceFile
+
+ARGS = ("args",)
+ARGMUT = ("argmut",)
+
+ProcKey = tuple[str, str]  # (file, qualname)
+Node = tuple
+
+
+@dataclass(eq=False)
+class Procedure:
+    """One code unit of the program, with its CFG and intraprocedural facts."""
+
+    key: ProcKey
+    source: SourceFile
+    unit: CodeUnit
+    cfg: CFG
+    access: dict[int, Access] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)
+    mod: set = field(default_factory=set)
+    ref: set = field(default_factory=set)
+    mutates_args: bool = False
+
+
+@dataclass(eq=False)
+class CallRecord:
+    """A call of program code from one vertex: explicit (an ast.Call) or implicit."""
+
+    caller: ProcKey
+    vertex: int
+    index: int
+    callees: list[ProcKey]
+    text: str
+    implicit: str | None = None  # "comprehension", "class-body", "import"
+
+    @property
+    def id(self) -> tuple:
+        return (self.caller, self.vertex, self.index)
+
+
+def qualify(file: str, loc: tuple) -> tuple:
+    """Dataflow locations -> SDG locations (variables carry their file)."""
+    if loc and loc[0] == "var":
+        return ("var", file, loc[1], loc[2])
+    return loc
+
+
+class SDG:
+    """Build with :func:`build_sdg`; slice with :mod:`slicing`."""
+
+    def __init__(self, program: Program, callgraph: CallGraph) -> None:
+        self.program = program
+        self.callgraph = callgraph
+        self.procs: dict[ProcKey, Procedure] = {}
+        self.graph = nx.MultiDiGraph()
+        self.calls_to: dict[ProcKey, list[CallRecord]] = defaultdict(list)
+        self.scopes: dict[str, Scopes] = {}
+        self.units_by_position: dict[tuple[str, int, int], ProcKey] = {}
+
+    # ------------------------------------------------------------------ nodes
+    @staticmethod
+    def vertex(proc: ProcKey, vid: int) -> Node:
+        return ("v", proc, vid)
+
+    def entry(self, proc: ProcKey) -> Node:
+        return self.vertex(proc, self.procs[proc].cfg.entry.id)
+
+    @staticmethod
+    def formal(kind: str, proc: ProcKey, loc: tuple) -> Node:
+        return (kind, proc, loc)
+
+    @staticmethod
+    def actual(kind: str, call: CallRecord, loc: tuple) -> Node:
+        return (kind, call.id, loc)
+
+    def add_edge(self, a: Node, b: Node, kind: str, label=None) -> None:
+        self.graph.add_edge(a, b, key=(kind, label), kind=kind, label=label)
+
+    def span_of(self, node: Node) -> tuple[str, tuple] | None:
+        """(file, ast span) of the source a node stands for (actuals: their call's statement)."""
+        if node[0] == "v":
+            proc = self.procs[node[1]]
+            v = proc.cfg.vertices[node[2]]
+            return (proc.source.path, v.span) if v.span else None
+        if node[0] in ("ain", "aout"):
+            caller, vid, _ = node[1]
+            return self.span_of(("v", caller, vid))
+        return None
+
+
+def build_sdg(program: Program, callgraph: CallGraph) -> SDG:
+    """Build the whole-program SDG with its summary edges."""
+    sdg = SDG(program, callgraph)
+    _procedures(sdg)
+    _resolve_calls(sdg)
+    _local_effects(sdg)
+    _propagate_effects(sdg)
+    _dependences(sdg)
+    _summary_edges(sdg)
+    return sdg
+
+
+# ---------------------------------------------------------------------- procedures and calls
+def _procedures(sdg: SDG) -> None:
+    for source in sdg.program.files:
+        root = collect_units(source.tree, source.path)
+        sdg.scopes[source.path] = Scopes(source.source, source.path, root)
+        for unit in iter_units(root):
+            key = (source.path, unit.qualname)
+            sdg.procs[key] = Procedure(key, source, unit, build_cfg(unit))
+            node = unit.node
+            if unit.kind != "module":
+                sdg.units_by_position[(source.path, node.lineno, node.col_offset)] = key
+
+
+def _callee_keys(sdg: SDG, names) -> list[ProcKey]:
+    keys = []
+    for name in names:
+        fn = sdg.callgraph.functions.get(name)
+        if fn is None:
+            continue
+        if fn.kind == "module":
+            keys.append((fn.file, "<module>"))
+            continue
+        key = sdg.units_by_position.get((fn.file, fn.line, fn.col))
+        if key is not None:
+            keys.append(key)
+    return keys
+
+
+def _resolve_calls(sdg: SDG) -> None:
+    """Attach call records to vertices: call-graph sites, implicit comprehension/class/import calls."""
+    sites = defaultdict(list)
+    for site in sdg.callgraph.sites:
+        if site.kind in ("call", "decorator", "property-get", "property-set", "property-del"):
+            sites[site.file].append(site)
+    module_of = {f.modname: f.path for f in sdg.program.files}
+    for key, proc in sdg.procs.items():
+        file = key[0]
+        own = [s for s in sites[file] if _inside(proc, s.line, s.col)]
+        for vertex in proc.cfg.vertices.values():
+            if vertex.span is None or vertex.kind in ("entry", "exit", "raise-exit"):
+                continue
+            records: list[CallRecord] = []
+            for site in own:
+                if _vertex_contains(proc, vertex, site.line, site.col):
+                    callees = _callee_keys(sdg, site.callees)
+                    if callees:
+                        records.append(CallRecord(key, vertex.id, len(records), callees, site.text))
+            for child in proc.unit.children:
+                if child.kind == "comprehension" and _vertex_contains(proc, vertex, child.node.lineno, child.node.col_offset):
+                    records.append(CallRecord(key, vertex.id, len(records), [(file, child.qualname)],
+                                              child.qualname, "comprehension"))
+                if child.kind == "class" and vertex.kind == "def" and vertex.node is child.node:
+                    records.append(CallRecord(key, vertex.id, len(records), [(file, child.qualname)],
+                                              f"class {child.node.name}", "class-body"))
+            if vertex.kind == "stmt" and isinstance(vertex.node, (ast.Import, ast.ImportFrom)):
+                for modname in _imported_modules(proc.source, vertex.node, module_of):
+                    records.append(CallRecord(key, vertex.id, len(records), [(module_of[modname], "<module>")],
+                                              f"import {modname}", "import"))
+            proc.calls.extend(records)
+            for record in records:
+                for callee in record.callees:
+                    sdg.calls_to[callee].append(record)
+
+
+def _inside(proc: Procedure, line: int, col: int) -> bool:
+    """A position in the procedure's own code (not in a nested unit)."""
+    span = proc.unit.span if proc.unit.kind != "module" else None
+    if span is not None and not _contains(span, line, col):
+        return False
+    return not any(_contains(child.span, line, col) for child in proc.unit.children if child.span)
+
+
+def _contains(span, line: int, col: int) -> bool:
+    return (span[0], span[1]) <= (line, col) and (line, col) <= (span[2], span[3])
+
+
+def _vertex_contains(proc: Procedure, vertex, line: int, col: int) -> bool:
+    node = vertex.node
+    if vertex.kind == "def":  # decorators and defaults run at the def statement
+        parts = [*node.decorator_list]
+        parts += [*node.bases, *(k.value for k in node.keywords)] if isinstance(node, ast.ClassDef) else [
+            *node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        return any(_contains((p.lineno, p.col_offset, p.end_lineno, p.end_col_offset), line, col) for p in parts)
+    return vertex.span is not None and _contains(vertex.span, line, col)
+
+
+def _imported_modules(source: SourceFile, node: ast.AST, module_of: dict[str, str]) -> list[str]:
+    names: list[str] = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            parts = alias.name.split(".")
+            names += [".".join(parts[: n + 1]) for n in range(len(parts))]
+    else:
+        package = source.modname if source.is_package else source.modname.rpartition(".")[0]
+        if node.level:
+            base_parts = package.split(".") if package else []
+            base_parts = base_parts[: len(base_parts) - (node.level - 1)] if node.level > 1 else base_parts
+            base = ".".join(base_parts + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        parts = base.split(".") if base else []
+        names += [".".join(parts[: n + 1]) for n in range(len(parts))]
+        names += [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
+    return [n for n in dict.fromkeys(names) if n in module_of]
+
+
+# ---------------------------------------------------------------------- effects (MOD / REF)
+def _local_effects(sdg: SDG) -> None:
+    for key, proc in sdg.procs.items():
+        explicit = {id(c) for c in _explicit_call_nodes(sdg, proc)}
+        proc.access = accesses(proc.cfg, sdg.scopes[key[0]], internal=lambda call, ids=explicit: id(call) in ids)
+        params = {qualify(key[0], loc) for loc in proc.access[proc.cfg.entry.id].defs}
+        for vid, access in proc.access.items():
+            for loc in access.defs:
+                q = qualify(key[0], loc)
+                if q in params and not access.defs[loc] and vid != proc.cfg.entry.id:
+                    proc.mutates_args = True  # a weak write through a parameter: the caller's object
+                elif _nonlocal(q, proc):
+                    proc.mod.add(q)
+            for loc in access.uses:
+                q = qualify(key[0], loc)
+                if _nonlocal(q, proc):
+                    proc.ref.add(q)
+        if proc.unit.kind == "class":  # class-body names become attributes of the class
+            for access in proc.access.values():
+                for loc in access.defs:
+                    if loc[0] == "var" and loc[1] == proc.unit.qualname:
+                        proc.mod.add(("attr", loc[2]))
+
+
+def _explicit_call_nodes(sdg: SDG, proc: Procedure) -> list[ast.Call]:
+    """ast.Call nodes of the procedure that the call graph resolved to program code."""
+    wanted = {(r.vertex, r.text) for r in proc.calls if r.implicit is None}
+    found = []
+    if not wanted:
+        return found
+    for vertex in proc.cfg.vertices.values():
+        if vertex.node is None:
+            continue
+        for node in ast.walk(vertex.node if not isinstance(vertex.node, ast.withitem) else vertex.node.context_expr):
+            if isinstance(node, ast.Call) and any(v == vertex.id for v, _ in wanted):
+                site = sdg.callgraph.site_for(proc.key[0], node)
+                if site is not None and _callee_keys(sdg, site.callees):
+                    found.append(node)
+    return found
+
+
+def _nonlocal(loc: tuple, proc: Procedure) -> bool:
+    """Visible outside the procedure. A module body's globals are (importers and functions read them)."""
+    if loc[0] == "var":
+        own = loc[1] == proc.key[0] and loc[2] == proc.unit.qualname
+        return not own or proc.unit.kind == "module"
+    return loc[0] in ("attr", "any")
+
+
+def _propagate_effects(sdg: SDG) -> None:
+    """MOD/REF through the call graph until nothing changes (callee effects that are the caller's own
+    locals stop at the caller)."""
+    changed = True
+    while changed:
+        changed = False
+        for proc in sdg.procs.values():
+            for call in proc.calls:
+                for callee in call.callees:
+                    other = sdg.procs[callee]
+                    mod = {loc for loc in other.mod if _nonlocal(loc, proc)}
+                    ref = {loc for loc in other.ref if _nonlocal(loc, proc)}
+                    if not mod <= proc.mod or not ref <= proc.ref:
+                        proc.mod |= mod
+                        proc.ref |= ref
+                        changed = True
+
+
+def _call_mod(sdg: SDG, call: CallRecord) -> set:
+    return set().union(*(sdg.procs[c].mod for c in call.callees))
+
+
+def _call_ref(sdg: SDG, call: CallRecord) -> set:
+    return set().union(*(sdg.procs[c].ref for c in call.callees))
+
+
+def _argument_roots(proc: Procedure, vertex_id: int, sdg: SDG) -> set:
+    """Root locations of the arguments and receivers of the calls a vertex makes."""
+    roots = set()
+    node = proc.cfg.vertices[vertex_id].node
+    if node is None:
+        return roots
+    scopes = sdg.scopes[proc.key[0]]
+    for call in ast.walk(node if not isinstance(node, ast.withitem) else node.context_expr):
+        if not isinstance(call, ast.Call):
+            continue
+        parts = [*call.args, *(k.value for k in call.keywords)]
+        if isinstance(call.func, ast.Attribute):
+            parts.append(call.func.value)
+        for part in parts:
+            while isinstance(part, (ast.Subscript, ast.Starred)):
+                part = part.value
+            if isinstance(part, ast.Name):
+                roots.add(qualify(proc.key[0], scopes.resolve(proc.unit, part.id)))
+            elif isinstance(part, ast.Attribute):
+                roots.add(("attr", part.attr))
+    return roots
+
+
+# ---------------------------------------------------------------------- dependences
+def _dependences(sdg: SDG) -> None:
+    for key, proc in sdg.procs.items():
+        _procedure_dependences(sdg, proc)
+    for key, proc in sdg.procs.items():
+        for call in proc.calls:
+            call_node = sdg.vertex(key, call.vertex)
+            for callee in call.callees:
+                other = sdg.procs[callee]
+                sdg.add_edge(call_node, sdg.entry(callee), "call")
+                sdg.add_edge(sdg.actual("ain", call, ARGS), sdg.entry(callee), "param-in", ARGS)
+                for loc in other.ref:
+                    sdg.add_edge(sdg.actual("ain", call, loc), sdg.formal("fin", callee, loc), "param-in", loc)
+                for loc in [RET, *other.mod, *([ARGMUT] if other.mutates_args else [])]:
+                    sdg.add_edge(sdg.formal("fout", callee, loc), sdg.actual("aout", call, loc), "param-out", loc)
+
+
+def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
+    file = proc.key[0]
+    cfg = proc.cfg
+    entry = cfg.entry.id
+    # Effects of the calls a vertex makes become weak definitions / uses at that vertex.
+    effects_def: dict[int, dict[tuple, list[CallRecord]]] = defaultdict(lambda: defaultdict(list))
+    effects_use: dict[int, dict[tuple, list[CallRecord]]] = defaultdict(lambda: defaultdict(list))
+    access = {vid: Access(dict(a.defs), set(a.uses)) for vid, a in proc.access.items()}
+    unqualify = {}
+    for call in proc.calls:
+        mutating = any(sdg.procs[c].mutates_args for c in call.callees)
+        for loc in _call_mod(sdg, call) | (_argument_roots(proc, call.vertex, sdg) if mutating else set()):
+            local = _local_form(loc, file)
+            unqualify[local] = loc
+            access[call.vertex].define(local, strong=False)
+            effects_def[call.vertex][local].append(call)
+        for loc in _call_ref(sdg, call):
+            local = _local_form(loc, file)
+            access[call.vertex].uses.add(local)
+            effects_use[call.vertex][local].append(call)
+    # Formal-ins: the entry defines (weakly) every non-local location the procedure reads.
+    for loc in proc.ref:
+        access[entry].define(_local_form(loc, file), strong=False)
+    reaching = reaching_definitions(cfg, access)
+    node = lambda vid: sdg.vertex(proc.key, vid)  # noqa: E731
+    for vid in cfg.vertices:
+        sdg.graph.add_node(node(vid))
+    for a, b, kind in control_dependences(cfg):
+        sdg.add_edge(node(a), node(b), "control", kind)
+    for vid, acc in access.items():
+        direct_uses = proc.access[vid].uses
+        wanted = reaching[vid].keys() if ANY in acc.uses else acc.uses
+        for loc in wanted:
+            sources = set(reaching[vid].get(loc, ()))
+            if loc != ANY:
+                sources |= set(reaching[vid].get(ANY, ()))
+            for d in sources:
+                for src in _def_sources(sdg, proc, d, loc, effects_def, entry):
+                    if loc in direct_uses or ANY in acc.uses:
+                        sdg.add_edge(src, node(vid), "data", loc)
+                    for call in effects_use[vid].get(loc, []):
+                        sdg.add_edge(src, sdg.actual("ain", call, _sdg_form(loc, file)), "data", loc)
+    # Actual-ins/outs: control-dependent on their call; the ARGS actual-in reads what the statement reads.
+    for call in proc.calls:
+        v = node(call.vertex)
+        ain_args = sdg.actual("ain", call, ARGS)
+        sdg.add_edge(v, ain_args, "control", "call")
+        for loc in proc.access[call.vertex].uses:
+            for d in reaching[call.vertex].get(loc, ()):
+                for src in _def_sources(sdg, proc, d, loc, effects_def, entry):
+                    sdg.add_edge(src, ain_args, "data", loc)
+        for loc in _call_ref(sdg, call):
+            sdg.add_edge(v, sdg.actual("ain", call, loc), "control", "call")
+        for loc in [RET, *_call_mod(sdg, call), ARGMUT]:
+            sdg.add_edge(v, sdg.actual("aout", call, loc), "control", "call")
+        sdg.add_edge(sdg.actual("aout", call, RET), v, "data", RET)
+    # Formal-outs: what reaches the exit.
+    exit_reach = reaching[cfg.exit.id]
+    for loc in [RET, *proc.mod]:
+        local = _local_form(loc, file)
+        if proc.unit.kind == "class" and loc[0] == "attr" and local not in exit_reach:
+            local = ("var", proc.unit.qualname, loc[1])  # the class attribute is the class-body name
+        fout = sdg.formal("fout", proc.key, loc)
+        sdg.graph.add_node(fout)
+        sdg.add_edge(node(entry), fout, "control", "normal")
+        for d in exit_reach.get(local, ()):
+            for src in _def_sources(sdg, proc, d, local, effects_def, entry):
+                sdg.add_edge(src, fout, "data", loc)
+    if proc.mutates_args:
+        fout = sdg.formal("fout", proc.key, ARGMUT)
+        sdg.add_edge(node(entry), fout, "control", "normal")
+        for loc in proc.access[entry].defs:
+            for d in exit_reach.get(loc, ()):
+                if d != entry:
+                    sdg.add_edge(node(d), fout, "data", ARGMUT)
+
+
+def _sdg_form(local: tuple, file: str) -> tuple:
+    """Inverse of :func:`_local_form`."""
+    if local[0] == "var":
+        return ("var", file, local[1], local[2])
+    if local[0] == "var@":
+        return ("var", local[1], local[2], local[3])
+    return local
+
+
+def _local_form(loc: tuple, file: str) -> tuple:
+    """SDG location -> the dataflow location used inside a procedure of ``file``."""
+    if loc[0] == "var":
+        return ("var", loc[2], loc[3]) if loc[1] == file else ("var@", loc[1], loc[2], loc[3])
+    return loc
+
+
+def _def_sources(sdg: SDG, proc: Procedure, d: int, loc: tuple, effects_def, entry: int) -> list[Node]:
+    """Who stands for definition ``d`` of ``loc``: the vertex, the formal-in, and/or the call's actual-outs."""
+    sources: list[Node] = []
+    file = proc.key[0]
+    own = proc.access[d].defs
+    if d == entry and loc not in own:
+        sources.append(sdg.formal("fin", proc.key, _sdg_form(loc, file)))
+    elif loc in own or loc == ANY:
+        sources.append(sdg.vertex(proc.key, d))
+    for call in effects_def.get(d, {}).get(loc, []):
+        mutated = loc not in {_local_form(m, file) for m in _call_mod(sdg, call)}
+        sources.append(sdg.actual("aout", call, ARGMUT if mutated else _sdg_form(loc, file)))
+    return sources or [sdg.vertex(proc.key, d)]
+
+
+# ---------------------------------------------------------------------- summary edges
+INTRA = ("control", "data", "summary")
+
+
+def _summary_edges(sdg: SDG) -> None:
+    """Reps-Horwitz-Sagiv-Rosay: a summary edge ain -> aout whenever the callee's matching formal-in
+    reaches its formal-out along a same-level realizable path."""
+    graph = sdg.graph
+    path_edges: set[tuple[Node, Node]] = set()
+    reached_from: dict[Node, set[Node]] = defaultdict(set)  # node -> fouts it reaches
+    work: list[tuple[Node, Node]] = []
+
+    def propagate(x: Node, fout: Node) -> None:
+        if (x, fout) not in path_edges:
+            path_edges.add((x, fout))
+            reached_from[x].add(fout)
+            work.append((x, fout))
+
+    for node in list(graph.nodes):
+        if node[0] == "fout":
+            propagate(node, node)
+    while work:
+        x, fout = work.pop()
+        proc, loc_out = fout[1], fout[2]
+        if x[0] == "fin" or (x[0] == "v" and x == sdg.entry(proc)):
+            loc_in = x[2] if x[0] == "fin" else ARGS
+            for call in sdg.calls_to.get(proc, []):
+                ain = sdg.actual("ain", call, loc_in)
+                aout = sdg.actual("aout", call, loc_out)
+                if not graph.has_edge(ain, aout, key=("summary", None)):
+                    sdg.add_edge(ain, aout, "summary")
+                    for later in list(reached_from.get(aout, ())):
+                        propagate(ain, later)
+            if x[0] == "fin":
+                continue
+        for pred, _, data in graph.in_edges(x, data=True):
+            if data["kind"] in INTRA:
+                propagate(pred, fout)

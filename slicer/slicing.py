@@ -1,0 +1,263 @@
+"""Backward slices of the SDG for a feature counter: the Horwitz-Reps-Binkley two-pass algorithm.
+
+The criterion of a feature is the set of SDG vertices whose executions (or values) determine the
+counter at program exit:
+
+* loop: the ``for-next`` vertex (``while``: its test; comprehension clause: its ``for-next``);
+* branch arm: the test that decides it (the last test of the chain for ``else`` and the implicit
+  else), the ``case`` vertex, the vertex holding a conditional expression; loop ``else``: the loop head
+  and the loop's ``break`` statements; ``try ... else``: the statements of the ``try`` body;
+* call: the function's entry vertex (reached by the call vertices of its callers);
+* exception handler: the ``handler`` vertex (it depends on the statements that may raise into it);
+* value ``NAME#V``: every vertex that writes the variable's location (assignments, loop targets,
+  parameters at entry).
+
+Pass 1 goes backwards along control, data, summary, call and parameter-in edges (it ascends into
+callers but never descends into callees, whose effect arrives through summary edges); pass 2 starts
+from everything pass 1 found and goes along control, data, summary and parameter-out edges (it
+descends into callees but does not ascend again).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from typing import Any
+
+from .dataflow import reaching_definitions  # noqa: F401 - re-exported for tests
+from .sdg import SDG, Node, _local_form
+
+PASS1 = {"control", "data", "summary", "call", "param-in"}
+PASS2 = {"control", "data", "summary", "param-out"}
+
+
+class CriterionError(Exception):
+    """The feature cannot be found in the program's source."""
+
+
+def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
+    """All SDG nodes the criteria depend on (HRB two-pass)."""
+    first = _reach(sdg, set(criteria), PASS1)
+    return first | _reach(sdg, first, PASS2)
+
+
+def _reach(sdg: SDG, start: set[Node], kinds: set[str]) -> set[Node]:
+    seen = set(start)
+    todo = deque(start)
+    graph = sdg.graph
+    while todo:
+        node = todo.popleft()
+        if node not in graph:
+            continue
+        for pred, _, data in graph.in_edges(node, data=True):
+            if data["kind"] in kinds and pred not in seen:
+                seen.add(pred)
+                todo.append(pred)
+    return seen
+
+
+# ---------------------------------------------------------------------- criteria
+def _char_col(source_lines: list[bytes], line: int, byte_col: int) -> int:
+    return len(source_lines[line - 1][:byte_col].decode("utf-8", "replace")) if 0 < line <= len(source_lines) else byte_col
+
+
+def criterion_nodes(sdg: SDG, feature: dict[str, Any]) -> set[Node]:
+    """SDG vertices standing for a manifest feature (see the module docstring)."""
+    file, kind, detail = feature["file"], feature["kind"], feature["detail"]
+    line, col = feature["span"][0], feature["span"][1]
+    procs = [p for key, p in sdg.procs.items() if key[0] == file]
+    if not procs:
+        raise CriterionError(f"{file}: not a file of the analysed program")
+    lines = procs[0].source.source.encode("utf-8").splitlines()
+
+    def at(node: ast.AST) -> bool:
+        return getattr(node, "lineno", None) == line and _char_col(lines, line, node.col_offset) == col
+
+    def vertices(predicate) -> set[Node]:
+        return {sdg.vertex(p.key, v.id) for p in procs for v in p.cfg.vertices.values() if v.node is not None and predicate(v)}
+
+    found: set[Node] = set()
+    if kind == "loop":
+        if detail in ("for", "async for"):
+            found = vertices(lambda v: v.kind == "for-next" and _parent_loop_at(p_tree(sdg, file), v.node, at))
+        elif detail == "while":
+            found = vertices(lambda v: v.kind == "test" and _is_loop_test(p_tree(sdg, file), v.node, ast.While, at))
+        else:  # a comprehension's for clause: its target comes right after "for" (or "async for")
+            found = vertices(lambda v: v.kind == "for-next" and _clause_target(lines, line, col, v.node))
+    elif kind == "branch":
+        found = _branch_criterion(sdg, procs, file, feature, lines, at, vertices)
+    elif kind == "call":
+        key = (file, feature["qualname"])
+        if key in sdg.procs:
+            found = {sdg.entry(key)}
+        else:
+            found = {sdg.entry(p.key) for p in procs if p.unit.kind in ("function", "lambda") and at(p.unit.node)}
+    elif kind == "exception":
+        found = vertices(lambda v: v.kind == "handler" and at(v.node))
+    elif kind == "value":
+        found = _value_criterion(sdg, feature)
+    if not found:
+        raise CriterionError(f"{feature['id']}: no program statement found for it at {file}:{line}")
+    return found
+
+
+def p_tree(sdg: SDG, file: str) -> ast.Module:
+    """The ast of a file of the program."""
+    return next(p.source.tree for k, p in sdg.procs.items() if k[0] == file)
+
+
+def _parent_loop_at(tree: ast.Module, target: ast.AST, at) -> bool:
+    return any(isinstance(n, (ast.For, ast.AsyncFor)) and n.target is target and at(n) for n in ast.walk(tree))
+
+
+def _is_loop_test(tree: ast.Module, test: ast.AST, loop_type, at) -> bool:
+    return any(isinstance(n, loop_type) and n.test is test and at(n) for n in ast.walk(tree))
+
+
+def _clause_target(lines: list[bytes], line: int, col: int, target: ast.AST) -> bool:
+    """Is ``target`` the target of the comprehension clause whose libcst span starts at (line, col)?
+
+    libcst's CompFor starts at the whitespace before ``for``, which may include a line break."""
+    if getattr(target, "lineno", None) is None:
+        return False
+    while 0 < line <= len(lines):
+        text = lines[line - 1].decode("utf-8", "replace")
+        col += len(text[col:]) - len(text[col:].lstrip())
+        if col < len(text):
+            break
+        line, col = line + 1, 0
+    else:
+        return False
+    rest = text[col:]
+    keyword = "async for" if rest.startswith("async") else "for"
+    offset = col + len(keyword) + (len(rest[len(keyword):]) - len(rest[len(keyword):].lstrip()))
+    return target.lineno == line and _char_col(lines, line, target.col_offset) == offset
+
+
+def _branch_criterion(sdg, procs, file, feature, lines, at, vertices) -> set[Node]:
+    detail, line = feature["detail"], feature["span"][0]
+    tree = p_tree(sdg, file)
+    if detail in ("if", "elif", "implicit-else"):
+        ifs = [n for n in ast.walk(tree) if isinstance(n, ast.If) and at(n)]
+        return vertices(lambda v: v.kind == "test" and any(v.node is n.test for n in ifs))
+    if detail in ("ifexp-true", "ifexp-false"):
+        exps = [n for n in ast.walk(tree) if isinstance(n, ast.IfExp) and at(n)]
+        return vertices(lambda v: v.span is not None and any(_within(v.span, n) for n in exps)) and {
+            max((n for n in vertices(lambda v: v.span is not None and any(_within(v.span, e) for e in exps))),
+                key=lambda node: _span_start(sdg, node))}
+    if detail == "case":
+        return vertices(lambda v: v.kind == "case" and _case_at(lines, feature, v.node))
+    if detail == "else":
+        ifs = [n for n in ast.walk(tree) if isinstance(n, ast.If) and n.orelse and not _is_elif(n)
+               and n.body[-1].end_lineno <= line <= n.orelse[0].lineno]
+        return vertices(lambda v: v.kind == "test" and any(v.node is n.test for n in ifs))
+    if detail == "loop-else":
+        loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.orelse
+                 and n.body[-1].end_lineno <= line <= n.orelse[0].lineno]
+        heads = vertices(lambda v: any((v.kind == "for-next" and v.node is getattr(n, "target", None))
+                                       or (v.kind == "test" and v.node is getattr(n, "test", None)) for n in loops))
+        breaks = {b for n in loops for b in _own_breaks(n)}
+        return heads | vertices(lambda v: v.node in breaks)
+    if detail == "try-else":
+        tries = [n for n in ast.walk(tree) if isinstance(n, (ast.Try, ast.TryStar)) and n.orelse
+                 and n.body[-1].end_lineno <= line <= n.orelse[0].lineno]
+        inside = {id(s) for t in tries for stmt in t.body for s in ast.walk(stmt)}
+        return vertices(lambda v: id(v.node) in inside)
+    return set()
+
+
+def _is_elif(node: ast.If) -> bool:
+    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+
+
+def _own_breaks(loop: ast.AST) -> list[ast.AST]:
+    found, todo = [], list(loop.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Break):
+            found.append(node)
+        elif not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _within(span, node: ast.AST) -> bool:
+    return (span[0], span[1]) <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= (span[2], span[3])
+
+
+def _span_start(sdg: SDG, node: Node) -> tuple:
+    where = sdg.span_of(node)
+    return where[1][:2] if where else (0, 0)
+
+
+def _case_at(lines: list[bytes], feature: dict, case: ast.AST) -> bool:
+    line, col = feature["span"][0], feature["span"][1]
+    pattern = case.pattern
+    text = lines[line - 1].decode("utf-8", "replace") if 0 < line <= len(lines) else ""
+    after = col + 4 + (len(text[col + 4:]) - len(text[col + 4:].lstrip()))
+    return pattern.lineno == line and _char_col(lines, line, pattern.col_offset) == after
+
+
+def _value_criterion(sdg: SDG, feature: dict) -> set[Node]:
+    base = feature.get("variable") or feature["id"].rsplit("#", 1)[0]
+    file, scope, _, name = base.split(":", 3)
+    if "." in name:
+        loc = ("attr", name.rsplit(".", 1)[-1])
+    else:
+        loc = ("var", file, scope, name)
+    found = set()
+    for key, proc in sdg.procs.items():
+        local = _local_form(loc, key[0])
+        for vid, access in proc.access.items():
+            if local in access.defs:
+                found.add(sdg.vertex(key, vid))
+    return found
+
+
+# ---------------------------------------------------------------------- the slice artefact
+def slice_feature(sdg: SDG, feature: dict[str, Any], entry: str) -> dict[str, Any]:
+    """The slice artefact (docs/contracts.md) of one feature: kept statement spans per file and why."""
+    criteria = criterion_nodes(sdg, feature)
+    nodes = backward_slice(sdg, criteria)
+    kept: dict[str, set] = {}
+    keep_units: dict[str, set] = {}
+    for node in nodes:
+        where = sdg.span_of(node)
+        if where is not None:
+            kept.setdefault(where[0], set()).add(tuple(where[1]))
+        if node[0] == "v":
+            proc = sdg.procs[node[1]]
+            if node[2] == proc.cfg.entry.id and proc.unit.kind != "module":
+                keep_units.setdefault(node[1][0], set()).add(node[1][1])
+    calls = []
+    for proc in sdg.procs.values():
+        for call in proc.calls:
+            if sdg.vertex(proc.key, call.vertex) in nodes:
+                span = proc.cfg.vertices[call.vertex].span
+                reached = [c for c in call.callees if sdg.entry(c) in nodes]
+                calls.append({
+                    "site": f"{proc.key[0]}:{span[0]}:{span[1]}" if span else proc.key[0],
+                    "callees": [f"{f}:{q}" for f, q in call.callees],
+                    "why": ("it runs code the criterion depends on: " + ", ".join(f"{f}:{q}" for f, q in reached))
+                    if reached else "its result or effects reach the criterion (through summary edges)",
+                    "implicit": call.implicit,
+                })
+    total = sum(len(p.cfg.statements()) for p in sdg.procs.values())
+    kept_count = sum(1 for n in nodes if n[0] == "v" and sdg.procs[n[1]].cfg.vertices[n[2]].kind
+                     not in ("entry", "exit", "raise-exit"))
+    unresolved = [str(u) for u in sdg.callgraph.unresolved
+                  if any(u.file == f and (u.line, u.col) >= s[:2] and (u.line, u.col) <= s[2:] for f, spans in kept.items() for s in spans)]
+    return {
+        "criterion": feature["id"],
+        "criterion_kind": feature["kind"],
+        "criterion_file": feature["file"],
+        "criterion_span": list(feature["span"]),
+        "criterion_detail": feature["detail"],
+        "entry": entry,
+        "kept": {f: sorted(list(s) for s in spans) for f, spans in sorted(kept.items())},
+        "keep_units": {f: sorted(units) for f, units in sorted(keep_units.items())},
+        "calls": calls,
+        "unresolved": unresolved,
+        "statements_total": total,
+        "statements_kept": kept_count,
+    }
