@@ -147,8 +147,8 @@ class _Builder:
     def edge(self, a: int, b: int, kind: str) -> None:
         if not self.graph.has_edge(a, b):
             self.graph.add_edge(a, b, kind=kind)
-        elif self.graph.edges[a, b]["kind"] == "exception":
-            self.graph.edges[a, b]["kind"] = kind  # a normal edge to the same vertex says more
+        elif self.graph.edges[a, b]["kind"] in ("exception", "pseudo") and kind not in ("exception", "pseudo"):
+            self.graph.edges[a, b]["kind"] = kind  # an executable edge to the same vertex says more
 
     def connect(self, preds: Dangling, target: int) -> None:
         for vid, kind in preds:
@@ -233,17 +233,20 @@ class _Builder:
             word = "class" if isinstance(s, ast.ClassDef) else "def"
             return [(self.node_vertex("def", s, f"{word} {s.name}", preds), "normal")]
         vid = self.node_vertex("stmt", s, _text(s), preds)
+        # A jump also gets a "pseudo" edge to where execution would go without it (Ball & Horwitz's
+        # augmented CFG): dataflow ignores it, control dependence uses it, so the statements a jump
+        # skips depend on the jump and a slice that keeps them keeps the jump.
         if isinstance(s, ast.Return):
             self.jump("return", [(vid, "normal")])
-            return []
+            return [(vid, "pseudo")]
         if isinstance(s, ast.Raise):
-            return []  # node_vertex gave it its exception edge; there is no normal successor
+            return [(vid, "pseudo")]  # node_vertex gave it its exception edge
         if isinstance(s, ast.Break):
             self.jump("break", [(vid, "normal")])
-            return []
+            return [(vid, "pseudo")]
         if isinstance(s, ast.Continue):
             self.jump("continue", [(vid, "normal")])
-            return []
+            return [(vid, "pseudo")]
         return [(vid, "normal")]
 
     def with_statement(self, s: ast.With | ast.AsyncWith, preds: Dangling) -> Dangling:

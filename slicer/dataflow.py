@@ -478,7 +478,7 @@ def _captures(pattern: ast.AST) -> list[str]:
 def reaching_definitions(cfg: CFG, access: dict[int, Access]) -> dict[int, dict[Location, frozenset[int]]]:
     """For each vertex, the definitions (location -> defining vertices) that reach its entry."""
     order = list(cfg.graph.nodes)
-    preds = {v: list(cfg.graph.predecessors(v)) for v in order}
+    preds = {v: [p for p in cfg.graph.predecessors(v) if cfg.graph.edges[p, v]["kind"] != "pseudo"] for v in order}
     out: dict[int, dict[Location, frozenset[int]]] = {v: {} for v in order}
     into: dict[int, dict[Location, frozenset[int]]] = {v: {} for v in order}
     changed = True

@@ -8,7 +8,9 @@ WALA's statement kinds; a vertex always maps back to a source span.
 
 Edge kinds: ``normal``; ``true`` / ``false`` out of a test (``true`` into a loop body, ``false`` when a
 loop is exhausted, a handler does not match, a case fails); ``exception`` from a vertex that may raise
-to the handler that would see the exception (or the unit's ``raise-exit``).
+to the handler that would see the exception (or the unit's ``raise-exit``); ``pseudo`` from a jump
+(``return``, ``break``, ``continue``, ``raise``) to the statement that would follow it if it were not
+there: never executed, used only by control dependence (see :mod:`cfg`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ VERTEX_KINDS = (
     "case",  # one case: pattern match, bindings and guard (false: no match)
     "expr",  # the body of a lambda, or a comprehension's element
 )
-EDGE_KINDS = ("normal", "true", "false", "exception")
+EDGE_KINDS = ("normal", "true", "false", "exception", "pseudo")
 
 
 @dataclass(eq=False)
@@ -99,7 +101,7 @@ class CFG:
             where = f"{v.span[0]}: " if v.span else ""
             lines.append(f'  n{v.id} [label="{_dot_escape(where + v.label)}"];')
         styles = {"true": 'color=darkgreen, label="T"', "false": 'color=red, label="F"',
-                  "exception": "style=dashed, color=gray", "normal": ""}
+                  "exception": "style=dashed, color=gray", "normal": "", "pseudo": "style=dotted, color=gray80"}
         for a, b, data in self.graph.edges(data=True):
             lines.append(f"  n{a} -> n{b} [{styles[data['kind']]}];")
         lines.append("}")

@@ -3,8 +3,9 @@
 Procedures are all code units (module bodies, class bodies, functions, lambdas, comprehensions).
 Besides each procedure's PDG vertices the SDG has, as in WALA's SDG:
 
-* formal-in vertices ``("fin", P, X)``: ``X`` is ``ARGS`` (all parameters, bound at the entry vertex,
-  which stands for it) or a location P reads before any write of its own (a global, a closure cell, an
+* formal-in vertices ``("fin", P, X)``: ``X`` is ``ARGS`` (the parameters' values; the entry vertex
+  itself only says that P runs, so a summary edge needs a real data path from the arguments) or a
+  location P reads before any write of its own (a global, a closure cell, an
   attribute field, transitively through P's callees: its REF set);
 * formal-out vertices ``("fout", P, X)``: ``RET`` (the value handed back), a location P writes
   (transitively: its MOD set), or ``ARGMUT`` (P mutates an object passed as an argument);
@@ -94,6 +95,7 @@ class SDG:
         self.calls_to: dict[ProcKey, list[CallRecord]] = defaultdict(list)
         self.scopes: dict[str, Scopes] = {}
         self.units_by_position: dict[tuple[str, int, int], ProcKey] = {}
+        self.units_by_line: dict[tuple[str, int], ProcKey] = {}
 
     # ------------------------------------------------------------------ nodes
     @staticmethod
@@ -149,6 +151,9 @@ def _procedures(sdg: SDG) -> None:
             node = unit.node
             if unit.kind != "module":
                 sdg.units_by_position[(source.path, node.lineno, node.col_offset)] = key
+                sdg.units_by_line.setdefault((source.path, node.lineno), key)
+                for decorator in getattr(node, "decorator_list", []):  # astroid may report this line
+                    sdg.units_by_line.setdefault((source.path, decorator.lineno), key)
 
 
 def _callee_keys(sdg: SDG, names) -> list[ProcKey]:
@@ -160,7 +165,7 @@ def _callee_keys(sdg: SDG, names) -> list[ProcKey]:
         if fn.kind == "module":
             keys.append((fn.file, "<module>"))
             continue
-        key = sdg.units_by_position.get((fn.file, fn.line, fn.col))
+        key = sdg.units_by_position.get((fn.file, fn.line, fn.col)) or sdg.units_by_line.get((fn.file, fn.line))
         if key is not None:
             keys.append(key)
     return keys
@@ -183,6 +188,10 @@ def _resolve_calls(sdg: SDG) -> None:
             for site in own:
                 if _vertex_contains(proc, vertex, site.line, site.col):
                     callees = _callee_keys(sdg, site.callees)
+                    if len(callees) < len(site.callees):  # some callee is outside: maybe a decorator's wrapper
+                        for wrapped in _decorated_targets(sdg, proc, site):
+                            if wrapped not in callees:
+                                callees.append(wrapped)
                     if callees:
                         records.append(CallRecord(key, vertex.id, len(records), callees, site.text))
             for child in proc.unit.children:
@@ -200,6 +209,63 @@ def _resolve_calls(sdg: SDG) -> None:
             for record in records:
                 for callee in record.callees:
                     sdg.calls_to[callee].append(record)
+
+
+def _decorated_targets(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
+    """Decorated program functions a call's name denotes: a decorator's wrapper (``lru_cache``,
+    ``functools.wraps`` wrappers...) resolves to code outside the program, but it calls the function it
+    wraps, so that function is a possible callee too."""
+    call = _call_node(proc, site)
+    if call is None:
+        return []
+    file = proc.key[0]
+    target = None
+    if isinstance(call.func, ast.Name):
+        target = _module_binding(sdg, file, call.func.id)
+    elif isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+        module = _module_binding(sdg, file, call.func.value.id, modules=True)
+        if module is not None:
+            target = _module_binding(sdg, module, call.func.attr)
+    if target is None:
+        return []
+    node = sdg.procs[target].unit.node
+    return [target] if getattr(node, "decorator_list", None) else []
+
+
+def _call_node(proc: Procedure, site) -> ast.Call | None:
+    for node in ast.walk(proc.source.tree):
+        if isinstance(node, ast.Call) and (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset) == (
+                site.line, site.col, site.end_line, site.end_col):
+            return node
+    return None
+
+
+def _module_binding(sdg: SDG, file: str, name: str, modules: bool = False):
+    """What a module-level name of ``file`` is bound to: a top-level def/class of the program (its
+    procedure key), or with ``modules`` a program module imported under that name (its file)."""
+    source = sdg.program.by_path.get(file)
+    if source is None:
+        return None
+    for stmt in source.tree.body:
+        if not modules and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+            return (file, name) if (file, name) in sdg.procs else None
+        if isinstance(stmt, ast.Import) and modules:
+            for alias in stmt.names:
+                if (alias.asname or alias.name) == name and alias.name in sdg.program.by_module:
+                    return sdg.program.by_module[alias.name].path
+        if isinstance(stmt, ast.ImportFrom):
+            base = _imported_modules(source, ast.ImportFrom(module=stmt.module, names=[], level=stmt.level),
+                                     {f.modname: f.path for f in sdg.program.files})
+            for alias in stmt.names:
+                if (alias.asname or alias.name) != name or not base:
+                    continue
+                module_name = base[-1]
+                full = f"{module_name}.{alias.name}"
+                if modules:
+                    return sdg.program.by_module[full].path if full in sdg.program.by_module else None
+                module_file = sdg.program.by_module[module_name].path
+                return _module_binding(sdg, module_file, alias.name) if module_file != file else None
+    return None
 
 
 def _inside(proc: Procedure, line: int, col: int) -> bool:
@@ -346,17 +412,36 @@ def _argument_roots(proc: Procedure, vertex_id: int, sdg: SDG) -> set:
 def _dependences(sdg: SDG) -> None:
     for key, proc in sdg.procs.items():
         _procedure_dependences(sdg, proc)
+    _creation_edges(sdg)
     for key, proc in sdg.procs.items():
         for call in proc.calls:
             call_node = sdg.vertex(key, call.vertex)
             for callee in call.callees:
                 other = sdg.procs[callee]
                 sdg.add_edge(call_node, sdg.entry(callee), "call")
-                sdg.add_edge(sdg.actual("ain", call, ARGS), sdg.entry(callee), "param-in", ARGS)
+                sdg.add_edge(sdg.actual("ain", call, ARGS), sdg.formal("fin", callee, ARGS), "param-in", ARGS)
                 for loc in other.ref:
                     sdg.add_edge(sdg.actual("ain", call, loc), sdg.formal("fin", callee, loc), "param-in", loc)
                 for loc in [RET, *other.mod, *([ARGMUT] if other.mutates_args else [])]:
                     sdg.add_edge(sdg.formal("fout", callee, loc), sdg.actual("aout", call, loc), "param-out", loc)
+
+
+def _creation_edges(sdg: SDG) -> None:
+    """A unit runs only if the statement that created it ran: its ``def``/``class`` statement (with the
+    decorators and default values evaluated there) or the statement holding the lambda."""
+    for key, proc in sdg.procs.items():
+        unit = proc.unit
+        if unit.parent is None or unit.kind == "comprehension":
+            continue
+        parent = sdg.procs[(key[0], unit.parent.qualname)]
+        creators = [v for v in parent.cfg.vertices.values() if v.node is unit.node]
+        if not creators and unit.span:
+            line, col = unit.node.lineno, unit.node.col_offset
+            holding = [v for v in parent.cfg.vertices.values() if v.span and v.kind not in ("entry", "exit", "raise-exit")
+                       and _contains(v.span, line, col)]
+            creators = sorted(holding, key=lambda v: (v.span[2] - v.span[0], v.span[3] - v.span[1]))[:1]
+        for vertex in creators:
+            sdg.add_edge(sdg.vertex(parent.key, vertex.id), sdg.entry(key), "control", "def")
 
 
 def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
@@ -379,9 +464,12 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
             local = _local_form(loc, file)
             access[call.vertex].uses.add(local)
             effects_use[call.vertex][local].append(call)
-    # Formal-ins: the entry defines (weakly) every non-local location the procedure reads.
+    # Formal-ins: the entry defines (weakly) every non-local location the procedure reads; formal-in
+    # vertices hang off the entry (they exist only when the procedure runs).
     for loc in proc.ref:
         access[entry].define(_local_form(loc, file), strong=False)
+        sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, loc), "control", "normal")
+    sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, ARGS), "control", "normal")
     reaching = reaching_definitions(cfg, access)
     node = lambda vid: sdg.vertex(proc.key, vid)  # noqa: E731
     for vid in cfg.vertices:
@@ -459,6 +547,8 @@ def _def_sources(sdg: SDG, proc: Procedure, d: int, loc: tuple, effects_def, ent
     own = proc.access[d].defs
     if d == entry and loc not in own:
         sources.append(sdg.formal("fin", proc.key, _sdg_form(loc, file)))
+    elif d == entry and loc in own:
+        sources.append(sdg.formal("fin", proc.key, ARGS))  # a parameter's value comes from the arguments
     elif loc in own or loc == ANY:
         sources.append(sdg.vertex(proc.key, d))
     for call in effects_def.get(d, {}).get(loc, []):
@@ -491,8 +581,8 @@ def _summary_edges(sdg: SDG) -> None:
     while work:
         x, fout = work.pop()
         proc, loc_out = fout[1], fout[2]
-        if x[0] == "fin" or (x[0] == "v" and x == sdg.entry(proc)):
-            loc_in = x[2] if x[0] == "fin" else ARGS
+        if x[0] == "fin":
+            loc_in = x[2]
             for call in sdg.calls_to.get(proc, []):
                 ain = sdg.actual("ain", call, loc_in)
                 aout = sdg.actual("aout", call, loc_out)
@@ -500,8 +590,7 @@ def _summary_edges(sdg: SDG) -> None:
                     sdg.add_edge(ain, aout, "summary")
                     for later in list(reached_from.get(aout, ())):
                         propagate(ain, later)
-            if x[0] == "fin":
-                continue
+            continue
         for pred, _, data in graph.in_edges(x, data=True):
             if data["kind"] in INTRA:
                 propagate(pred, fout)

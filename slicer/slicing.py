@@ -1,4 +1,5 @@
-"""Backward slices of the SDG for a feature counter: the Horwitz-Reps-Binkley two-pass algorithm.
+"""Backward slices of the SDG for a feature counter: the Horwitz-Reps-Binkley two-pass algorithm,
+closed under what Python runs implicitly (the paper's "slicing made practical", in Python terms).
 
 The criterion of a feature is the set of SDG vertices whose executions (or values) determine the
 counter at program exit:
@@ -36,9 +37,89 @@ class CriterionError(Exception):
 
 
 def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
-    """All SDG nodes the criteria depend on (HRB two-pass)."""
-    first = _reach(sdg, set(criteria), PASS1)
-    return first | _reach(sdg, first, PASS2)
+    """All SDG nodes the criteria depend on (HRB two-pass), closed under syntax: a kept statement in an
+    ``except`` or ``with`` body needs that clause's header (its exception type, its context manager)
+    to exist in the emitted program, so the headers join the criteria until nothing changes."""
+    nodes: set[Node] = set()
+    todo = set(criteria)
+    while todo:
+        first = _reach(sdg, todo | nodes, PASS1)
+        nodes = first | _reach(sdg, first, PASS2)
+        todo = (_enclosing_headers(sdg, nodes) | _escaping_bodies(sdg, nodes) | _class_bodies(sdg, nodes)) - nodes
+    return nodes
+
+
+def _class_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """The attribute statements of every class whose body runs in the slice: ``x: int`` of a
+    dataclass, enum members, ``__slots__``, class constants are read implicitly (by decorators,
+    metaclasses, ``getattr``), so a kept class keeps them (methods are decided one by one)."""
+    extra: set[Node] = set()
+    for key, proc in sdg.procs.items():
+        if proc.unit.kind == "class" and sdg.entry(key) in nodes:
+            for v in proc.cfg.statements():
+                if not (v.kind == "def" and isinstance(v.node, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                    extra.add(sdg.vertex(key, v.id))
+    return extra
+
+
+def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """Bodies of functions the slice creates that code outside the program may call.
+
+    A function no resolved call reaches, yet created by a kept statement, has escaped as a value
+    (``type=convert``, ``key=lambda ...``, a callback stored away), and a dunder method or property of a
+    kept class is called implicitly (``sorted`` calls ``__lt__``, ``for`` calls ``__iter__``): whatever
+    calls them is invisible to the call graph, so their whole bodies are kept."""
+    extra: set[Node] = set()
+    for key, proc in sdg.procs.items():
+        if proc.unit.kind not in ("function", "lambda"):
+            continue
+        entry = sdg.entry(key)
+        creators = [pred for pred, _, d in sdg.graph.in_edges(entry, data=True) if d.get("label") == "def"]
+        name = proc.unit.qualname.rsplit(".", 1)[-1].split("@")[0]
+        implicit = name.startswith("__") and name.endswith("__") or _is_property(proc.unit.node)
+        parent = proc.unit.parent
+        in_kept_class = parent is not None and parent.kind == "class" and sdg.entry((key[0], parent.qualname)) in nodes
+        created = any(c in nodes for c in creators) or (implicit and in_kept_class)
+        if created and (implicit or not sdg.calls_to.get(key)):
+            extra.add(entry)
+            extra.update(creators)
+            extra.update(sdg.vertex(key, v.id) for v in proc.cfg.statements())
+    return extra
+
+
+def _is_property(node: ast.AST) -> bool:
+    for decorator in getattr(node, "decorator_list", []):
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+        if name in ("property", "setter", "getter", "deleter", "cached_property"):
+            return True
+    return False
+
+
+def _enclosing_headers(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """Handler and with-enter/-exit vertices whose bodies contain a kept vertex."""
+    headers: set[Node] = set()
+    by_proc: dict = {}
+    for node in nodes:
+        if node[0] == "v":
+            by_proc.setdefault(node[1], []).append(node[2])
+    for key, vids in by_proc.items():
+        cfg = sdg.procs[key].cfg
+        containers = []
+        for v in cfg.vertices.values():
+            if v.kind == "handler" and v.span:
+                containers.append((v.span, [v.id]))
+            elif v.kind == "with-exit" and v.span:
+                enters = [u.id for u in cfg.vertices.values() if u.kind == "with-enter"
+                          and any(u.node is item for item in v.node.items)]
+                containers.append((v.span, [v.id, *enters]))
+        for vid in vids:
+            span = cfg.vertices[vid].span
+            if span is None:
+                continue
+            for outer, ids in containers:
+                if vid not in ids and (outer[0], outer[1]) <= span[:2] and span[2:] <= (outer[2], outer[3]):
+                    headers.update(sdg.vertex(key, i) for i in ids)
+    return headers
 
 
 def _reach(sdg: SDG, start: set[Node], kinds: set[str]) -> set[Node]:

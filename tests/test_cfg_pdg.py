@@ -79,6 +79,7 @@ def test_loops_break_continue_and_else():
     assert ("x = next(...)", "if x == 0", "true") in e
     assert ("continue", "x = next(...)", "normal") in e
     assert ("break", "while xs", "normal") in e  # break skips the loop's else
+    assert ("break", "x = next(...)", "pseudo") in e  # where it would go if it were not there
     assert ("x = next(...)", "done = True", "false") in e
     assert ("xs = xs[1:]", "while xs", "normal") in e and ("while xs", "return xs", "false") in e
     pdg = g.pdgs["f"]
@@ -247,7 +248,8 @@ def test_every_statement_has_a_vertex_with_its_source_span():
     cfg = g.cfgs["f"]
     unreachable = vertex(cfg, "print('unreachable')")
     assert unreachable.span == (5, 4, 5, 24)
-    assert not list(cfg.graph.predecessors(unreachable.id))
+    kinds = {cfg.graph.edges[p, unreachable.id]["kind"] for p in cfg.graph.predecessors(unreachable.id)}
+    assert kinds == {"pseudo"}  # reached only by the return's non-executable fall-through edge
 
 
 @pytest.mark.parametrize("verb", ["cfg", "pdg"])
