@@ -603,6 +603,77 @@ def callgraph(src: Path, entry: Path, fmt: str, out: Path | None) -> None:
                    f"({len(graph.unresolved)} unresolved) written to {out}", err=True)
 
 
+@cli.command(name="slice")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.option("--entry", required=True, help="How the program starts: SCRIPT.py, '-m module' or module:function.")
+@click.option("--feature", "feature_id", required=True, help="The feature id (from OUT/.mantis/manifest.json).")
+@click.option("-o", "--out", "out", default=None, type=click.Path(path_type=Path), help="Write the evaluator here.")
+def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None) -> None:
+    """Slice SRC down to what one feature counter depends on and emit an executable evaluator."""
+    from mantispy.slicer.evaluators import EvaluatorError, SliceSession
+    from mantispy.slicer.program import ProgramError
+
+    try:
+        session = SliceSession(src, entry)
+    except (ProgramError, Exception) as exc:
+        if isinstance(exc, (ProgramError,)) or type(exc).__name__ == "CallGraphError":
+            raise UserError(str(exc)) from None
+        raise
+    for problem in session.program.problems:
+        click.echo(str(problem), err=True)
+    try:
+        if out is not None:
+            result, report = session.emit(feature_id, out)
+        else:
+            result, report = session.slice(feature_id), None
+    except EvaluatorError as exc:
+        raise UserError(str(exc)) from None
+    files = sorted(result.kept)
+    click.echo(f"slice of {feature_id}: {result.statements_kept} of {result.statements_total} statements kept, "
+               f"{len(files)} file(s) touched: {', '.join(files)}")
+    for call in result.calls:
+        how = f" ({call['implicit']})" if call.get("implicit") else ""
+        click.echo(f"  call at {call['site']}{how}: {call['why']}")
+    for site in result.unresolved:
+        click.echo(f"  unresolved call kept conservatively: {site}")
+    if report is not None:
+        click.echo(f"evaluator written to {out}: python {out / 'evaluate.py'} ARGS...")
+
+
+@cli.command()
+@click.argument("src", type=click.Path(path_type=Path))
+@click.option("--entry", required=True, help="How the program starts: SCRIPT.py, '-m module' or module:function.")
+@click.option("--input", "inputs", multiple=True, required=True, metavar="ARGS", help='One input, e.g. "--docs 300". Repeatable.')
+@click.option("--feature", "feature_ids", multiple=True, help="Features to check (default: every counter, see --kinds).")
+@click.option("--kinds", default="loop,branch,call,exception", show_default=True, help="Kinds checked when no --feature is given.")
+@click.option("--sample", default=0, type=click.IntRange(0), help="Check only this many features (spread over the list).")
+@click.option("-o", "--out", "out", default=None, type=click.Path(path_type=Path), help="Write the per-feature report as JSON.")
+def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[str, ...], kinds: str, sample: int,
+             out: Path | None) -> None:
+    """Check that each feature's evaluator gives the instrumented program's value on every input."""
+    import shlex
+    from dataclasses import asdict
+
+    from mantispy.slicer.evaluators import EvaluatorError, SliceSession, check_fidelity
+
+    session = SliceSession(src, entry)
+    wanted = list(feature_ids) or [f for f, info in session.features.items() if info["kind"] in kinds.split(",")]
+    if sample and len(wanted) > sample:
+        step = len(wanted) / sample
+        wanted = [wanted[int(i * step)] for i in range(sample)]
+    try:
+        rows = check_fidelity(session, src, [shlex.split(i) for i in inputs], wanted)
+    except EvaluatorError as exc:
+        raise UserError(str(exc)) from None
+    sliceable = sum(r.status == "sliceable" for r in rows)
+    for row in rows:
+        mark = "ok " if row.status == "sliceable" else "NO "
+        click.echo(f"{mark} {row.fidelity:6.1%}  {row.statements_kept:>5}/{row.statements_total:<5} {row.feature}  {row.reason}")
+    click.echo(f"{sliceable} of {len(rows)} features sliceable with 100 % fidelity on {len(inputs)} input(s)")
+    if out is not None:
+        out.write_text(json.dumps([{**asdict(r), "fidelity": r.fidelity} for r in rows], indent=1) + "\n")
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="mantispy")

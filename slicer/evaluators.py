@@ -1,0 +1,176 @@
+"""Feature evaluators for a whole program, and their fidelity.
+
+:class:`SliceSession` loads a program once, builds its call graph and SDG (summary edges included)
+once, and then slices and emits any number of features. :func:`check_fidelity` is the property that
+matters (issue 6): for each feature, the emitted evaluator must give the value the fully instrumented
+program records, on every input; a feature whose evaluator fails or disagrees on any input is
+*unsliceable*, with the reason, and must never be offered to the model as cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mantispy.instrument.transformer import Options, instrument_source
+from mantispy.launch import program_argv, program_env
+
+from .callgraph import build_call_graph
+from .emit import EmitError, emit_slice
+from .program import Program
+from .sdg import build_sdg
+from .slice_result import SliceResult
+from .slicing import CriterionError, slice_feature
+
+
+class EvaluatorError(Exception):
+    """A feature cannot be sliced or emitted; the message says why."""
+
+
+class SliceSession:
+    """One program, analysed once, sliced many times."""
+
+    def __init__(self, src: Path, entry: str) -> None:
+        self.program = Program.load(src)
+        self.entry = entry
+        started = time.perf_counter()
+        self.callgraph = build_call_graph(self.program, _entry_file(self.program, entry))
+        self.sdg = build_sdg(self.program, self.callgraph)
+        self.build_seconds = time.perf_counter() - started
+        self.features = {f["id"]: f for f in features_of(self.program)}
+
+    def slice(self, feature_id: str) -> SliceResult:
+        """The slice of one feature (raises EvaluatorError if its construct cannot be found)."""
+        feature = self.features.get(feature_id)
+        if feature is None:
+            raise EvaluatorError(f"{feature_id}: no such feature in {self.program.root}; see mantispy instrument's manifest")
+        try:
+            return SliceResult.from_dict(slice_feature(self.sdg, feature, self.entry))
+        except CriterionError as exc:
+            raise EvaluatorError(str(exc)) from None
+
+    def emit(self, feature_id: str, out_dir: Path, k: int = 5):
+        """Slice and write the evaluator of one feature; returns (SliceResult, EmitReport)."""
+        result = self.slice(feature_id)
+        try:
+            report = emit_slice(self.program, result, out_dir, k)
+        except EmitError as exc:
+            raise EvaluatorError(f"{feature_id}: {exc}") from None
+        (Path(out_dir) / "slice.json").write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+        return result, report
+
+
+def features_of(program: Program, k: int = 5) -> list[dict[str, Any]]:
+    """The manifest entries of every feature, exactly as ``mantispy instrument`` would number them."""
+    features = []
+    for source in program.files:
+        result = instrument_source(source.source, source.path, Options(k=k))
+        features.extend(asdict(f) for f in result.features)
+    return features
+
+
+def _entry_file(program: Program, entry: str) -> str | None:
+    """The entry's file for the call graph (None for a module:function entry)."""
+    if entry.startswith("-m "):
+        module = entry[3:].strip()
+        source = program.by_module.get(module) or program.by_module.get(module + ".__main__")
+        return source.path if source else None
+    if ":" in entry and not entry.endswith(".py"):
+        source = program.by_module.get(entry.partition(":")[0])
+        return source.path if source else None
+    return entry
+
+
+@dataclass
+class FeatureFidelity:
+    """How one feature's evaluator did."""
+
+    feature: str
+    kind: str
+    status: str  # "sliceable", "unsliceable"
+    agreed: int = 0
+    inputs: int = 0
+    statements_kept: int = 0
+    statements_total: int = 0
+    reason: str = ""
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def fidelity(self) -> float:
+        return self.agreed / self.inputs if self.inputs else 0.0
+
+
+def run_instrumented(src: Path, entry: str, inputs: list[list[str]], work: Path, cwd: Path) -> list[dict[str, float]]:
+    """The ground truth: the fully instrumented program's features on every input."""
+    from mantispy.instrument.tree import instrument_tree
+
+    build = work / "instrumented"
+    instrument_tree(src, build, force=True)
+    truths = []
+    for n, args in enumerate(inputs):
+        out = work / f"truth-{n}.json"
+        invocation = _invocation(entry, args)
+        proc = subprocess.run(program_argv(build, invocation), env=program_env(build, out), cwd=cwd,
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise EvaluatorError(f"input {' '.join(args)!r} fails on the instrumented program: {proc.stderr.strip()[-300:]}")
+        truths.append(json.loads(out.read_text()) if out.exists() else {})
+    return truths
+
+
+def _invocation(entry: str, args: list[str]) -> list[str]:
+    if entry.startswith("-m "):
+        return ["-m", entry[3:].strip(), *args]
+    return [entry, *args]
+
+
+def check_fidelity(session: SliceSession, src: Path, inputs: list[list[str]], feature_ids: list[str],
+                   cwd: Path | None = None, keep: Path | None = None) -> list[FeatureFidelity]:
+    """Compare every feature's evaluator with the instrumented program on every input."""
+    cwd = Path(cwd or os.getcwd())
+    with tempfile.TemporaryDirectory(prefix="mantis-fidelity-") as tmp:
+        work = Path(tmp)
+        truths = run_instrumented(src, session.entry, inputs, work, cwd)
+        rows = []
+        for n, fid in enumerate(feature_ids):
+            feature = session.features[fid]
+            row = FeatureFidelity(fid, feature["kind"], "unsliceable", inputs=len(inputs))
+            out = (keep or work) / f"evaluator-{n}"
+            try:
+                result, _ = session.emit(fid, out)
+                row.statements_kept, row.statements_total = result.statements_kept, result.statements_total
+            except EvaluatorError as exc:
+                row.reason = f"cannot emit: {exc}"
+                rows.append(row)
+                continue
+            for args, truth in zip(inputs, truths):
+                expected = float(truth.get(fid, 0))
+                proc = subprocess.run([sys.executable, str(out / "evaluate.py"), *args], cwd=cwd,
+                                      capture_output=True, text=True, timeout=600)
+                if proc.returncode != 0:
+                    row.mismatches.append({"input": args, "error": (proc.stderr.strip().splitlines() or ["?"])[-1][:300]})
+                    continue
+                got = float(proc.stdout.strip().splitlines()[-1])
+                if math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
+                    row.agreed += 1
+                else:
+                    row.mismatches.append({"input": args, "expected": expected, "got": got})
+            if row.agreed == row.inputs:
+                row.status = "sliceable"
+            else:
+                first = row.mismatches[0]
+                row.reason = (f"evaluator fails: {first['error']}" if "error" in first
+                              else f"evaluator gives {first['got']:g}, the program {first['expected']:g} on {' '.join(first['input'])!r}")
+            if keep is None:
+                shutil.rmtree(out, ignore_errors=True)
+            rows.append(row)
+        return rows
