@@ -188,6 +188,8 @@ def _resolve_calls(sdg: SDG) -> None:
             for site in own:
                 if _vertex_contains(proc, vertex, site.line, site.col):
                     callees = _callee_keys(sdg, site.callees)
+                    if not site.resolved:  # what inference missed may be any program code of that name
+                        callees += [c for c in _by_name(sdg, site) if c not in callees]
                     if len(callees) < len(site.callees):  # some callee is outside: maybe a decorator's wrapper
                         for wrapped in _decorated_targets(sdg, proc, site):
                             if wrapped not in callees:
@@ -209,6 +211,29 @@ def _resolve_calls(sdg: SDG) -> None:
             for record in records:
                 for callee in record.callees:
                     sdg.calls_to[callee].append(record)
+
+
+def _by_name(sdg: SDG, site) -> list[ProcKey]:
+    """Fallback for a call site inference could not resolve (class-hierarchy analysis by name): an
+    unresolved ``x.m(...)`` may call any method ``m`` of the program, ``f(...)`` any function ``f``,
+    and ``C(...)`` the ``__init__`` of any class ``C``."""
+    if not hasattr(sdg, "_names"):
+        names: dict[str, list[ProcKey]] = defaultdict(list)
+        for key, proc in sdg.procs.items():
+            if proc.unit.kind in ("function", "class"):
+                names[proc.unit.qualname.rsplit(".", 1)[-1].split("@")[0]].append(key)
+        sdg._names = names
+    text = site.text.split("(", 1)[0].strip()
+    name = text.rsplit(".", 1)[-1]
+    found = []
+    for key in sdg._names.get(name, []):
+        if sdg.procs[key].unit.kind == "class":
+            init = (key[0], f"{key[1]}.__init__")
+            if init in sdg.procs:
+                found.append(init)
+        else:
+            found.append(key)
+    return found
 
 
 def _decorated_targets(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
