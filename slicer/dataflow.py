@@ -242,6 +242,8 @@ class _Collector(ast.NodeVisitor):
         if isinstance(node.func, ast.Attribute):
             method = node.func.attr
             receiver = self.root(node.func.value)
+            if externals.consumes_arguments(method) or (name is not None and externals.consumes(name)):
+                self._advance_arguments(node)
             if name and externals.has_outside_effect(name) or externals.has_outside_effect(method) and name in (None, method):
                 self.access.outside_effects.append(name or method)
             if externals.is_pure_method(method) or (name is not None and externals.is_pure(name)):
@@ -255,6 +257,9 @@ class _Collector(ast.NodeVisitor):
         if name in UNMODELLED_CALLS:
             self.access.havoc(node, f"{name}()")
             return
+        if name is not None and externals.consumes(name):
+            self._advance_arguments(node)
+            return
         if name is not None:
             if externals.has_outside_effect(name):
                 self.access.outside_effects.append(name)
@@ -267,6 +272,13 @@ class _Collector(ast.NodeVisitor):
                     self.access.define(loc, strong=False)
                 return
         self._unknown(node, None)
+
+    def _advance_arguments(self, node: ast.Call) -> None:
+        """Iterating an argument advances it if it is an iterator: a weak write of each argument."""
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            loc = self.root(arg)
+            if loc is not None:
+                self.access.define(loc, strong=False)
 
     def _unknown(self, node: ast.Call, receiver: Location | None) -> None:
         """Conservative default: the call may mutate its receiver and every argument."""

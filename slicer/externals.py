@@ -6,6 +6,9 @@ a JSON file with the same keys):
 * ``pure``: functions whose result depends only on their arguments and which mutate nothing
   (``len``, ``isinstance``, ``math.*`` ...). ``pure_methods``: methods that mutate neither receiver nor
   arguments (``str.split``, ``dict.get`` ...), looked up by method name whatever the receiver.
+* ``consumers`` / ``consuming_methods``: otherwise pure, but they iterate their arguments, and
+  iterating an *iterator* advances it: ``list(it)``, ``next(it)``, ``islice(it, n)``, ``"".join(it)``
+  change ``it``. They weakly write their arguments (an iterator may be among them).
 * ``mutators``: methods that mutate their receiver (``list.append``, ``dict.update`` ...).
 * ``effects``: functions with effects outside the program (printing, files, network, processes).
   The slicer drops statements whose only effect is one of these, unless the criterion depends on them.
@@ -20,6 +23,15 @@ import json
 from pathlib import Path
 
 TABLES: dict[str, set[str]] = {
+    "consumers": {
+        "all", "any", "dict", "enumerate", "filter", "frozenset", "list", "map", "max", "min", "next", "reversed",
+        "set", "sorted", "sum", "tuple", "zip", "itertools.*", "functools.reduce", "heapq.nlargest",
+        "heapq.nsmallest", "collections.Counter", "collections.deque", "collections.OrderedDict",
+        "collections.defaultdict", "deque", "islice", "chain", "Counter", "OrderedDict", "defaultdict",
+        "bytes", "bytearray", "str.join", "statistics.*",
+    },
+    "consuming_methods": {"join", "extend", "update", "union", "intersection", "difference", "issubset",
+                          "issuperset", "isdisjoint", "symmetric_difference", "writelines", "fromkeys"},
     "pure": {
         "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "complex", "divmod", "enumerate",
         "float", "format", "frozenset", "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len",
@@ -77,6 +89,16 @@ def _matches(name: str, table: set[str]) -> bool:
 def is_pure(name: str) -> bool:
     """A pure function by dotted name (``len``, ``math.sqrt``)."""
     return _matches(name, TABLES["pure"])
+
+
+def consumes(name: str) -> bool:
+    """A function that iterates its arguments (so advances iterators passed to it)."""
+    return _matches(name, TABLES["consumers"])
+
+
+def consumes_arguments(method: str) -> bool:
+    """A method that iterates its arguments."""
+    return method in TABLES["consuming_methods"]
 
 
 def is_pure_method(method: str) -> bool:

@@ -217,7 +217,9 @@ def test_heap_abstraction_fields_containers_and_calls():
     assert ("xs.append(3)", "data:xs") in depends(pdg, "ys = sorted(xs)")  # mutation via a known mutator
     assert ("mystery(ys)", "data:ys") in depends(pdg, "return (ys, root, xs)")  # unknown call may mutate
     sorted_defs = pdg.access[vertex(pdg.cfg, "ys = sorted(xs)").id].defs
-    assert ("var", "f", "xs") not in sorted_defs  # sorted is pure: xs is not written
+    assert sorted_defs[("var", "f", "xs")] is False  # sorted iterates xs: a weak write (xs may be an iterator)
+    size_defs = pdg.access[vertex(pdg.cfg, "obj.size = len(xs)").id].defs
+    assert ("var", "f", "xs") not in size_defs  # len neither iterates nor writes
 
 
 def test_lambdas_and_comprehensions_are_units_reading_their_enclosing_scope():
