@@ -16,7 +16,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -27,23 +26,7 @@ from results import machine_fingerprint, write_section  # noqa: E402
 from mantispy.slicer.evaluators import SliceSession, check_fidelity  # noqa: E402
 from mantispy.slicer.slicing import CriterionError, slice_feature  # noqa: E402
 
-SQL_WORKLOAD = textwrap.dedent('''
-    import random
-    import sys
-    import sqlparse
-
-    def make_sql(n, seed):
-        rng = random.Random(seed)
-        parts = []
-        for i in range(n):
-            cols = ", ".join(rng.sample(["id", "name", "total", "qty"], rng.randint(1, 3)))
-            where = " and ".join(f"{c} > {rng.randint(0, 99)}" for c in rng.sample(["id", "qty"], rng.randint(0, 2)))
-            parts.append(f"select {cols} from t{i % 3}" + (f" where {where}" if where else "") + ";")
-        return " ".join(parts)
-
-    text = make_sql(int(sys.argv[1]), int(sys.argv[2]))
-    print(len(sqlparse.format(text, reindent=len(sys.argv) > 3, keyword_case="upper")))
-''')
+SQL_WORKLOAD = HERE.parent / "examples" / "sqlparse_workload" / "work.py"
 
 
 def programs(work: Path) -> list[tuple[str, Path, str, list[list[str]]]]:
@@ -54,7 +37,7 @@ def programs(work: Path) -> list[tuple[str, Path, str, list[list[str]]]]:
     if spec is not None and spec.origin:
         root = work / "sqlparse-prog"
         shutil.copytree(Path(spec.origin).parent, root / "sqlparse", ignore=shutil.ignore_patterns("__pycache__"))
-        (root / "work.py").write_text(SQL_WORKLOAD)
+        shutil.copy(SQL_WORKLOAD, root / "work.py")
         import sqlparse
         found.append((f"sqlparse {sqlparse.__version__} (PyPI)", root, "work.py", [["2", "1"], ["5", "2", "r"], ["4", "3"]]))
     return found

@@ -603,6 +603,17 @@ def callgraph(src: Path, entry: Path, fmt: str, out: Path | None) -> None:
                    f"({len(graph.unresolved)} unresolved) written to {out}", err=True)
 
 
+def _slice_session(src: Path, entry: str):
+    from mantispy.slicer.callgraph import CallGraphError
+    from mantispy.slicer.evaluators import SliceSession
+    from mantispy.slicer.program import ProgramError
+
+    try:
+        return SliceSession(src, entry)
+    except (ProgramError, CallGraphError) as exc:
+        raise UserError(f"{exc}; check SRC and --entry") from None
+
+
 @cli.command(name="slice")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.option("--entry", required=True, help="How the program starts: SCRIPT.py, '-m module' or module:function.")
@@ -610,15 +621,9 @@ def callgraph(src: Path, entry: Path, fmt: str, out: Path | None) -> None:
 @click.option("-o", "--out", "out", default=None, type=click.Path(path_type=Path), help="Write the evaluator here.")
 def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None) -> None:
     """Slice SRC down to what one feature counter depends on and emit an executable evaluator."""
-    from mantispy.slicer.evaluators import EvaluatorError, SliceSession
-    from mantispy.slicer.program import ProgramError
+    from mantispy.slicer.evaluators import EvaluatorError
 
-    try:
-        session = SliceSession(src, entry)
-    except (ProgramError, Exception) as exc:
-        if isinstance(exc, (ProgramError,)) or type(exc).__name__ == "CallGraphError":
-            raise UserError(str(exc)) from None
-        raise
+    session = _slice_session(src, entry)
     for problem in session.program.problems:
         click.echo(str(problem), err=True)
     try:
@@ -654,9 +659,9 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
     import shlex
     from dataclasses import asdict
 
-    from mantispy.slicer.evaluators import EvaluatorError, SliceSession, check_fidelity
+    from mantispy.slicer.evaluators import EvaluatorError, check_fidelity
 
-    session = SliceSession(src, entry)
+    session = _slice_session(src, entry)
     wanted = list(feature_ids) or [f for f, info in session.features.items() if info["kind"] in kinds.split(",")]
     if sample and len(wanted) > sample:
         step = len(wanted) / sample

@@ -171,23 +171,7 @@ def test_minisearch_features_are_sliced_faithfully():
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
 
 
-SQL_WORKLOAD = '''
-    import random
-    import sys
-    import sqlparse
-
-    def make_sql(n, seed):
-        rng = random.Random(seed)
-        parts = []
-        for i in range(n):
-            cols = ", ".join(rng.sample(["id", "name", "total", "qty"], rng.randint(1, 3)))
-            where = " and ".join(f"{c} > {rng.randint(0, 99)}" for c in rng.sample(["id", "qty"], rng.randint(0, 2)))
-            parts.append(f"select {cols} from t{i % 3}" + (f" where {where}" if where else "") + ";")
-        return " ".join(parts)
-
-    text = make_sql(int(sys.argv[1]), int(sys.argv[2]))
-    print(len(sqlparse.format(text, reindent=len(sys.argv) > 3, keyword_case="upper")))
-'''
+SQL_WORKLOAD = Path(__file__).resolve().parent.parent / "examples" / "sqlparse_workload" / "work.py"
 
 
 def test_a_third_party_package_is_sliced_faithfully(tmp_path):
@@ -196,7 +180,7 @@ def test_a_third_party_package_is_sliced_faithfully(tmp_path):
         pytest.skip("sqlparse is not installed (pip install -e '.[test]' installs it)")
     root = tmp_path / "prog"
     shutil.copytree(Path(spec.origin).parent, root / "sqlparse", ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "work.py").write_text(textwrap.dedent(SQL_WORKLOAD))
+    shutil.copy(SQL_WORKLOAD, root / "work.py")
     session = SliceSession(root, "work.py")
     wanted = ["sqlparse/engine/grouping.py:_group:branch:12", "sqlparse/filters/reindent.py:ReindentFilter._next_token:branch:3",
               "sqlparse/lexer.py:Lexer.get_tokens:loop:1", "work.py:make_sql:loop:1"]
