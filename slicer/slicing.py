@@ -40,12 +40,14 @@ def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
     """All SDG nodes the criteria depend on (HRB two-pass), closed under syntax: a kept statement in an
     ``except`` or ``with`` body needs that clause's header (its exception type, its context manager)
     to exist in the emitted program, so the headers join the criteria until nothing changes."""
-    nodes: set[Node] = set()
+    first: set[Node] = set()  # found by pass 1 (and so expanded by both passes)
+    nodes: set[Node] = set()  # the slice so far
     todo = set(criteria)
-    while todo:
-        first = _reach(sdg, todo | nodes, PASS1)
-        nodes = first | _reach(sdg, first, PASS2)
-        todo = (_enclosing_headers(sdg, nodes) | _escaping_bodies(sdg, nodes) | _class_bodies(sdg, nodes)) - nodes
+    while todo:  # incremental: each round expands only what is new
+        new_first = _reach(sdg, todo, PASS1, first)
+        first |= new_first
+        nodes |= new_first | _reach(sdg, new_first - nodes, PASS2, nodes | new_first)
+        todo = (_enclosing_headers(sdg, nodes) | _escaping_bodies(sdg, nodes) | _class_bodies(sdg, nodes)) - first
     return nodes
 
 
@@ -70,6 +72,22 @@ def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
     kept class is called implicitly (``sorted`` calls ``__lt__``, ``for`` calls ``__iter__``): whatever
     calls them is invisible to the call graph, so their whole bodies are kept."""
     extra: set[Node] = set()
+    for entry, creators, implicit, class_entry, uncalled, body in _function_facts(sdg):
+        created = any(c in nodes for c in creators) or (implicit and class_entry in nodes)
+        if created and (implicit or uncalled):
+            extra.add(entry)
+            extra.update(creators)
+            extra.update(body)
+    return extra
+
+
+def _function_facts(sdg: SDG) -> list[tuple]:
+    """Per function/lambda: (entry, creator vertices, called implicitly?, its class's entry, never called
+    explicitly?, its statement vertices); computed once per SDG."""
+    cached = sdg.__dict__.get("_function_facts")
+    if cached is not None:
+        return cached
+    facts = []
     for key, proc in sdg.procs.items():
         if proc.unit.kind not in ("function", "lambda"):
             continue
@@ -78,13 +96,11 @@ def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
         name = proc.unit.qualname.rsplit(".", 1)[-1].split("@")[0]
         implicit = name.startswith("__") and name.endswith("__") or _is_property(proc.unit.node)
         parent = proc.unit.parent
-        in_kept_class = parent is not None and parent.kind == "class" and sdg.entry((key[0], parent.qualname)) in nodes
-        created = any(c in nodes for c in creators) or (implicit and in_kept_class)
-        if created and (implicit or not sdg.calls_to.get(key)):
-            extra.add(entry)
-            extra.update(creators)
-            extra.update(sdg.vertex(key, v.id) for v in proc.cfg.statements())
-    return extra
+        class_entry = sdg.entry((key[0], parent.qualname)) if parent is not None and parent.kind == "class" else None
+        body = [sdg.vertex(key, v.id) for v in proc.cfg.statements()]
+        facts.append((entry, creators, implicit, class_entry, not sdg.calls_to.get(key), body))
+    sdg.__dict__["_function_facts"] = facts
+    return facts
 
 
 def _is_property(node: ast.AST) -> bool:
@@ -122,19 +138,31 @@ def _enclosing_headers(sdg: SDG, nodes: set[Node]) -> set[Node]:
     return headers
 
 
-def _reach(sdg: SDG, start: set[Node], kinds: set[str]) -> set[Node]:
-    seen = set(start)
+def _predecessors(sdg: SDG, kinds: frozenset[str]) -> dict[Node, list[Node]]:
+    """node -> predecessors along edges of ``kinds``; built once per SDG and edge-kind set."""
+    cache = sdg.__dict__.setdefault("_pred_cache", {})
+    if kinds not in cache:
+        preds: dict[Node, list[Node]] = {}
+        for a, b, data in sdg.graph.edges(data=True):
+            if data["kind"] in kinds:
+                preds.setdefault(b, []).append(a)
+        cache[kinds] = preds
+    return cache[kinds]
+
+
+def _reach(sdg: SDG, start: set[Node], kinds: set[str], known: set[Node] | None = None) -> set[Node]:
+    """Nodes reachable backwards from ``start`` along ``kinds`` (start included), not expanding
+    through nodes in ``known`` other than the start nodes themselves; returns the nodes found."""
+    preds = _predecessors(sdg, frozenset(kinds))
+    known = known if known is not None else set()
+    found = set(start)
     todo = deque(start)
-    graph = sdg.graph
     while todo:
-        node = todo.popleft()
-        if node not in graph:
-            continue
-        for pred, _, data in graph.in_edges(node, data=True):
-            if data["kind"] in kinds and pred not in seen:
-                seen.add(pred)
+        for pred in preds.get(todo.popleft(), ()):
+            if pred not in found and pred not in known:
+                found.add(pred)
                 todo.append(pred)
-    return seen
+    return found
 
 
 # ---------------------------------------------------------------------- criteria
