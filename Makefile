@@ -23,6 +23,9 @@ demo: $(STAMP)
 	$(MANTISPY) features $(DEMO)/features.json --manifest $(DEMO)/minisearch --top 15
 	$(MANTISPY) profile examples/campaigns/minisearch-demo.toml --store $(DEMO)/mantis.db
 	$(MANTISPY) fit --store $(DEMO)/mantis.db --train-fraction 0.5 --no-sensitivity -o $(DEMO)/model.json
+	$(MANTISPY) slice examples/minisearch --entry search.py --feature search.py:run:loop:2 -o $(DEMO)/evaluator
+	@echo "evaluator of search.py:run:loop:2 on a new input (--docs 700):"
+	$(PY) $(DEMO)/evaluator/evaluate.py --docs 700 --query data
 
 test: $(STAMP)
 	$(PY) -m pytest -q
