@@ -639,8 +639,10 @@ def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None) -> None:
     for call in result.calls:
         how = f" ({call['implicit']})" if call.get("implicit") else ""
         click.echo(f"  call at {call['site']}{how}: {call['why']}")
-    for site in result.unresolved:
+    for site in result.unresolved[:5]:
         click.echo(f"  unresolved call kept conservatively: {site}")
+    if len(result.unresolved) > 5:
+        click.echo(f"  ... and {len(result.unresolved) - 5} more unresolved calls (see slice.json)")
     if report is not None:
         click.echo(f"evaluator written to {out}: python {out / 'evaluate.py'} ARGS...")
 
