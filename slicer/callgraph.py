@@ -866,21 +866,7 @@ class _Builder:
         cached = self._infer_cache.get(node)
         if cached is not None:
             return cached
-        values: list[Any] = []
-        incomplete, reason = False, ""
-        try:
-            for value in node.infer():
-                if isinstance(value, self.util.UninferableBase):
-                    incomplete = True
-                else:
-                    values.append(value)
-                if len(values) >= MAX_VALUES:
-                    incomplete, reason = True, f"more than {MAX_VALUES} possible values"
-                    break
-        except RecursionError:
-            incomplete, reason = True, "inference recursion too deep"
-        except Exception as exc:  # noqa: BLE001 - astroid's InferenceError and its own bugs alike
-            incomplete, reason = True, _inference_error(exc)
+        values, incomplete, reason = self._gather(node.infer, _inference_error, truncation_is_incomplete=True)
         result = _Inferred(tuple(_dedupe(values)), incomplete, reason)
         self._infer_cache[node] = result
         return result
@@ -951,18 +937,7 @@ class _Builder:
             return cached
         context = InferenceContext()
         context.lookupname = name
-        values: list[Any] = []
-        incomplete = False
-        try:
-            for value in assign.infer(context):
-                if isinstance(value, self.util.UninferableBase):
-                    incomplete = True
-                else:
-                    values.append(value)
-                if len(values) >= MAX_VALUES:
-                    break
-        except Exception:  # noqa: BLE001
-            incomplete = True
+        values, incomplete, _ = self._gather(lambda: assign.infer(context), lambda exc: "")
         result = _Inferred(tuple(_dedupe(values)), incomplete)
         self._infer_cache[key] = result
         return result
@@ -1004,19 +979,32 @@ class _Builder:
         self._round_cache[key] = result
         return result
 
-    def _compute_attribute(self, value: Any, cls: Any | None, attrname: str) -> _Inferred:
+    def _gather(self, produce, on_error, truncation_is_incomplete: bool = False) -> tuple[list[Any], bool, str]:
+        """Values an astroid inference iterator yields (at most MAX_VALUES), whether some were not
+        inferable, and why; ``on_error(exc)`` words an inference failure."""
         values: list[Any] = []
-        incomplete, reason = False, ""
+        incomplete = False
         try:
-            for found in value.igetattr(attrname):
-                if isinstance(found, self.util.UninferableBase):
+            for value in produce():
+                if isinstance(value, self.util.UninferableBase):
                     incomplete = True
                 else:
-                    values.append(found)
+                    values.append(value)
                 if len(values) >= MAX_VALUES:
+                    if truncation_is_incomplete:
+                        return values, True, f"more than {MAX_VALUES} possible values"
                     break
-        except Exception as exc:  # noqa: BLE001
-            incomplete, reason = True, f"no attribute {attrname!r} on {_describe(value)}" if "InferenceError" in type(exc).__name__ else _inference_error(exc)
+        except RecursionError:
+            return values, True, "inference recursion too deep"
+        except Exception as exc:  # noqa: BLE001 - astroid's InferenceError and its own bugs alike
+            return values, True, on_error(exc)
+        return values, incomplete, ""
+
+    def _compute_attribute(self, value: Any, cls: Any | None, attrname: str) -> _Inferred:
+        values, incomplete, reason = self._gather(
+            lambda: value.igetattr(attrname),
+            lambda exc: f"no attribute {attrname!r} on {_describe(value)}" if "InferenceError" in type(exc).__name__ else _inference_error(exc),
+        )
         result = _Inferred(tuple(_dedupe(values)), incomplete, reason)
         if (incomplete or not values) and cls is not None and self._is_program(cls):
             assigned = [self.values(expr) for expr in self._instance_assignments(cls, attrname)]
