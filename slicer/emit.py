@@ -354,7 +354,13 @@ class _Planner:
             return True, False
         if isinstance(small, (cst.Import, cst.ImportFrom)):
             return self.import_needed(small, scope)
+        if not scope and isinstance(small, (cst.Assign, cst.AnnAssign)) and self._binds_used(small):
+            return True, True  # a module-level name that kept code (e.g. a kept class's header) reads
         return False, False
+
+    def _binds_used(self, small: cst.Assign | cst.AnnAssign) -> bool:
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        return any(isinstance(t, cst.Name) and t.value in self.previous_used for t in targets)
 
     def import_needed(self, stmt: cst.Import | cst.ImportFrom, scope: str) -> tuple[bool, bool]:
         bound = _bound_names(stmt)
@@ -465,7 +471,7 @@ class _Planner:
         qualname = self._qualname(scope, stmt.name.value)
         body = self.suite(stmt.body, qualname)
         if (body or self.starts_kept(self.p.byte_span(stmt)) or qualname in self.keep_units
-                or id(stmt) in self.forced or (not scope and stmt.name.value in self.required)):
+                or id(stmt) in self.forced or (not scope and stmt.name.value in self.required | self.previous_used)):
             self.keep(stmt, *stmt.decorators, stmt.params, stmt.returns)
             return True
         return False
@@ -474,7 +480,7 @@ class _Planner:
         qualname = self._qualname(scope, stmt.name.value)
         body = self.suite(stmt.body, qualname)
         if (body or self.starts_kept(self.p.byte_span(stmt)) or qualname in self.keep_units
-                or id(stmt) in self.forced or (not scope and stmt.name.value in self.required)):
+                or id(stmt) in self.forced or (not scope and stmt.name.value in self.required | self.previous_used)):
             self.keep(stmt, *stmt.decorators, *stmt.bases, *stmt.keywords)
             return True
         return False
