@@ -52,20 +52,12 @@ if TYPE_CHECKING:  # no run-time import of typing (start-up cost)
     from typing import Any, Callable
 
 from . import collector as _collector
+from . import values as _values
 from .collector import Number
 
 __all__ = ["register", "snapshot", "reset", "write"]
 
-_FLOAT_MAX_INT = int(sys.float_info.max)
-"""Largest int that converts to float without overflow (ints beyond it are skipped)."""
-
-_SIZED_BUILTINS = frozenset({str, bytes, bytearray, list, tuple, dict, set, frozenset, range,
-                             memoryview})
-_NOT_SIZED = frozenset({type(type.__dict__)})  # mappingproxy: its len() may run user code
-_HEAPTYPE = 1 << 9
-_type_flags = type.__dict__["__flags__"].__get__
-_type_module = type.__dict__["__module__"].__get__
-_sized_cache: dict[type, bool] = {}
+_FLOAT_MAX_INT = _values.FLOAT_MAX_INT
 
 
 def register(file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, ...],
@@ -163,32 +155,7 @@ def _thread_tables() -> tuple[Any, Any]:
     return (), _ActiveCount()
 
 
-def _convert(value: Any, cls: type) -> Number | None:
-    """Slow path of ``_mantis_rec``: the number recorded for ``value``, or None (not recorded)."""
-    try:
-        if cls in _SIZED_BUILTINS or _is_builtin_sized(cls):
-            return len(value)
-        if issubclass(cls, int):      # IntEnum, user int subclasses: int value, no user code
-            number = int.__index__(value)
-            return number if -_FLOAT_MAX_INT <= number <= _FLOAT_MAX_INT else None
-        if issubclass(cls, float):
-            number = float.__float__(value)
-            return number if number - number == 0.0 else None
-    except Exception:
-        pass
-    return None
-
-
-def _is_builtin_sized(cls: type) -> bool:
-    """Whether ``cls`` is a static type of the builtins module that defines ``__len__``."""
-    if _type_flags(cls) & _HEAPTYPE:   # user classes (even with a forged __module__)
-        return False
-    known = _sized_cache.get(cls)
-    if known is None:
-        known = (cls not in _NOT_SIZED and _type_module(cls) == "builtins"
-                 and any("__len__" in vars(base) for base in cls.__mro__))
-        _sized_cache[cls] = known
-    return known
+_convert = _values.convert
 
 
 def snapshot() -> dict[str, Number]:

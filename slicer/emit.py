@@ -76,12 +76,14 @@ from mantispy.instrument import codegen
 from mantispy.instrument.manifest import FAMILY_OF_KIND, Feature, ValueSite
 from mantispy.instrument.transformer import (Options, _DeclarationScanner, _insert_header, _tapped,
                                               instrument_source)
+from mantispy.runtime import values as _values_module
 from mantispy.slicer import guard as _guard_module
 from mantispy.slicer.program import Program, SourceFile
 from mantispy.slicer.slice_result import SliceResult, Span
 
 EVAL_MODULE = "_mantis_eval"
 GUARD_MODULE = "_mantis_guard"
+VALUES_MODULE = "_mantis_values"
 ENTRY_FILE = "evaluate.py"
 _FUNCTION_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
@@ -1028,12 +1030,7 @@ GUARDS = [K > 0]
 _stores = []
 _local = threading.local()
 _lock = threading.Lock()
-_BIG = int(sys.float_info.max)
-_SIZED = frozenset({{str, bytes, bytearray, list, tuple, dict, set, frozenset, range, memoryview}})
-_NOT_SIZED = frozenset({{type(type.__dict__)}})
-_HEAPTYPE = 1 << 9
-_flags = type.__dict__["__flags__"].__get__
-_type_module = type.__dict__["__module__"].__get__
+from _mantis_values import number as _number  # the runtime's own rule, copied beside this file
 _limbo = getattr(threading, "_limbo", None)
 _active = getattr(threading, "_active", None)
 _start = None
@@ -1073,30 +1070,6 @@ def _store():
         with _lock:
             _stores.append(store)
         return store
-
-
-def _number(value):
-    cls = type(value)
-    if cls is int:
-        return value if -_BIG <= value <= _BIG else None
-    if cls is float:
-        return value if value - value == 0.0 else None
-    if cls is bool:
-        return 1 if value else 0
-    try:
-        if cls in _SIZED or (not _flags(cls) & _HEAPTYPE and cls not in _NOT_SIZED
-                             and _type_module(cls) == "builtins"
-                             and any("__len__" in vars(base) for base in cls.__mro__)):
-            return len(value)
-        if issubclass(cls, int):
-            number = int.__index__(value)
-            return number if -_BIG <= number <= _BIG else None
-        if issubclass(cls, float):
-            number = float.__float__(value)
-            return number if number - number == 0.0 else None
-    except Exception:
-        pass
-    return None
 
 
 def _rec(j, value):
@@ -1296,7 +1269,7 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
     base_parts = Path(program.root).relative_to(program.search_root).parts
     base = out_dir.joinpath(*base_parts)
     to_write = _files_to_write(program, emission, entry_source)
-    reserved = {f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", ENTRY_FILE}
+    reserved = {f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", f"{VALUES_MODULE}.py", ENTRY_FILE}
     clashes = sorted(p for p in to_write if "/".join([*base_parts, p]) in reserved)
     if clashes:
         raise EmitError(f"{', '.join(clashes)}: the program has a file named like the evaluator's own modules")
@@ -1321,13 +1294,15 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
     modules = sorted({program.by_path[p].modname for p in to_write if program.by_path[p].modname})
     (out_dir / f"{EVAL_MODULE}.py").write_text(
         _EVAL_TEMPLATE.format(criterion=result.criterion, version=criterion.version, k=k), encoding="utf-8")
+    (out_dir / f"{VALUES_MODULE}.py").write_text(Path(_values_module.__file__).read_text(encoding="utf-8"),
+                                                 encoding="utf-8")
     (out_dir / f"{GUARD_MODULE}.py").write_text(Path(_guard_module.__file__).read_text(encoding="utf-8"),
                                                encoding="utf-8")
     (out_dir / ENTRY_FILE).write_text(
         _EVALUATE_TEMPLATE.format(criterion=result.criterion, entry=result.entry, root_parts=list(base_parts),
                                   modules=tuple(modules)), encoding="utf-8")
-    written += [f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", ENTRY_FILE]
-    for name in (f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", ENTRY_FILE):
+    written += [f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", f"{VALUES_MODULE}.py", ENTRY_FILE]
+    for name in (f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", f"{VALUES_MODULE}.py", ENTRY_FILE):
         compile((out_dir / name).read_text(encoding="utf-8"), name, "exec")
     warnings = emission.warnings + [f"{p}: the slice imports it but keeps nothing of it (written as an empty module)"
                                     for p, s in stats.items() if not s.sliced and not program.by_path[p].is_package]
