@@ -127,12 +127,16 @@ class EmitReport:
 # ====================================================================== the criterion
 @dataclass
 class Criterion:
-    """The feature's construct and probes, as the instrumentor sees the original file."""
+    """One feature's construct and probes, as the instrumentor sees the original file.
+
+    ``slot`` indexes the evaluator's counters and value stores: one per counter feature, one per
+    variable (every version of a variable wanted reads the same slot's records)."""
 
     feature: Feature
     sites: list[ValueSite]  # values: every assignment site of the variable
     variable: str | None  # values: the recorded name (``n`` or ``self.total``)
     version: int | None  # values: V
+    slot: int = 0
 
     @property
     def kind(self) -> str:
@@ -142,19 +146,29 @@ class Criterion:
 
 def resolve_criterion(source: SourceFile, result: SliceResult, k: int) -> Criterion:
     """Find ``result.criterion`` in the instrumentor's analysis of its file (raises :class:`EmitError`)."""
-    kind = result.criterion_kind
+    return _resolve(source, result.all_criteria()[0], k)
+
+
+def _version_of(feature_id: str, kind: str) -> int | None:
+    if kind != "value" or "#" not in feature_id:
+        return None
+    return int(feature_id.rsplit("#", 1)[1])
+
+
+def _resolve(source: SourceFile, wanted: dict, k: int) -> Criterion:
+    """One criterion ({"id", "kind", "file", "span", "detail"}) of a slice, found in its file."""
+    kind, fid = wanted["kind"], wanted["id"]
     if kind not in FAMILY_OF_KIND:
         raise EmitError(f"unknown criterion kind {kind!r}")
-    version = result.criterion_version
+    version = _version_of(fid, kind)
     if version is not None and not 1 <= version <= k:
-        raise EmitError(f"{result.criterion}: version {version} is outside 1..k={k}")
-    analysed = instrument_source(source.source, result.criterion_file,
-                                 Options(families=frozenset({FAMILY_OF_KIND[kind]}), k=k))
-    feature = next((f for f in analysed.features if f.id == result.criterion), None)
+        raise EmitError(f"{fid}: version {version} is outside 1..k={k}")
+    analysed = instrument_source(source.source, wanted["file"], Options(families=frozenset({FAMILY_OF_KIND[kind]}), k=k))
+    feature = next((f for f in analysed.features if f.id == fid), None)
     if feature is None:
-        raise EmitError(f"{result.criterion}: no such feature in {result.criterion_file} (was the source changed?)")
-    if tuple(feature.span) != tuple(result.criterion_span):
-        raise EmitError(f"{result.criterion}: the slice says span {tuple(result.criterion_span)}, the source has "
+        raise EmitError(f"{fid}: no such feature in {wanted['file']} (was the source changed?)")
+    if tuple(feature.span) != tuple(wanted["span"]):
+        raise EmitError(f"{fid}: the slice says span {tuple(wanted['span'])}, the source has "
                         f"{tuple(feature.span)} (was the source changed?)")
     if kind != "value":
         return Criterion(feature, [], None, None)
@@ -163,7 +177,21 @@ def resolve_criterion(source: SourceFile, result: SliceResult, k: int) -> Criter
     return Criterion(feature, sites, variable, version)
 
 
-# ====================================================================== positions
+def resolve_criteria(program: Program, result: SliceResult, k: int) -> list[Criterion]:
+    """Every criterion of a (possibly combined) slice, with its slot assigned."""
+    criteria: list[Criterion] = []
+    slots: dict[str, int] = {}
+    for wanted in result.all_criteria():
+        source = program.by_path.get(wanted["file"])
+        if source is None:
+            raise EmitError(f"{wanted['file']}: not a file of the program (root {program.root})")
+        criterion = _resolve(source, wanted, k)
+        key = f"variable:{criterion.feature.variable}" if criterion.kind == "value" else f"feature:{criterion.feature.id}"
+        criterion.slot = slots.setdefault(key, len(slots))
+        criteria.append(criterion)
+    return criteria
+
+
 class _Text:
     """Character -> UTF-8 byte columns for one source (lines split the way ast numbers them)."""
 
@@ -500,12 +528,12 @@ def plan_file(parsed: _Parsed, kept: Sequence[Span], keep_units: set[str], requi
 
 
 # ====================================================================== the rewrite
-def _tick() -> cst.Call:
-    return codegen.tick(0)
+def _tick(slot: int) -> cst.Call:
+    return codegen.tick(slot)
 
 
-def _record(value: cst.BaseExpression) -> cst.BaseExpression:
-    return codegen.record(0, value)
+def _record(slot: int, value: cst.BaseExpression) -> cst.BaseExpression:
+    return codegen.record(slot, value)
 
 
 def _variable_expr(variable: str) -> cst.BaseExpression:
@@ -514,35 +542,52 @@ def _variable_expr(variable: str) -> cst.BaseExpression:
 
 
 class _Rewriter(cst.CSTTransformer):
-    """Applies a :class:`_Plan` to the original tree and inserts the criterion's probe."""
+    """Applies a :class:`_Plan` to the original tree and inserts the probes of the file's criteria.
 
-    def __init__(self, parsed: _Parsed, plan: _Plan, criterion: Criterion | None, target: cst.CSTNode | None) -> None:
+    ``targets`` maps a construct node to the counter criteria it carries (several features may share a
+    node: an ``if`` arm and its implicit ``else``); value criteria record at their variable's sites, one
+    record per slot however many versions of the variable are wanted.
+    """
+
+    def __init__(self, parsed: _Parsed, plan: _Plan, criteria: Sequence[Criterion],
+                 targets: dict[int, list[Criterion]]) -> None:
         super().__init__()
         self.p = parsed
         self.plan = plan
-        self.criterion = criterion
-        self.target = target
-        self.detail = criterion.feature.detail if criterion else ""
-        self.sites: dict[Span, list[ValueSite]] = {}
-        if criterion is not None:
+        self.targets = targets
+        self.sites: dict[Span, list[tuple[Criterion, ValueSite]]] = {}
+        seen_slots: set[int] = set()
+        for criterion in criteria:
+            if criterion.kind != "value" or criterion.slot in seen_slots:
+                continue
+            seen_slots.add(criterion.slot)
             for site in criterion.sites:
-                self.sites.setdefault(tuple(site.span), []).append(site)  # type: ignore[arg-type]
-        self.probes = 0
+                self.sites.setdefault(tuple(site.span), []).append((criterion, site))  # type: ignore[arg-type]
+        self.probes: dict[int, int] = {}  # slot -> probes inserted
 
     def kept(self, node: cst.CSTNode | None) -> bool:
         return node is not None and id(node) in self.plan.keep
 
-    def is_target(self, node: cst.CSTNode) -> bool:
-        return self.target is not None and node is self.target
+    def targets_of(self, node: cst.CSTNode | None) -> list[Criterion]:
+        """The counter criteria whose construct is this node."""
+        return self.targets.get(id(node), []) if node is not None else []
 
-    def site_details(self, node: cst.CSTNode) -> list[str]:
-        """Details of the criterion variable's sites at this node (one entry per site)."""
+    def site_records(self, node: cst.CSTNode) -> list[tuple[Criterion, ValueSite]]:
+        """The value sites at this node: one (criterion, site) per slot and site."""
         if not self.sites:
             return []
-        return [s.detail for s in self.sites.get(self.p.char_span(node), [])]
+        return self.sites.get(self.p.char_span(node), [])
 
-    def probe(self) -> None:
-        self.probes += 1
+    def probe(self, criterion: Criterion) -> None:
+        self.probes[criterion.slot] = self.probes.get(criterion.slot, 0) + 1
+
+    def value_records(self, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """Records of every value site at ``node`` (a for target, a def's parameters)."""
+        effects: list[cst.BaseExpression] = []
+        for criterion, _ in self.site_records(node):
+            self.probe(criterion)
+            effects.append(_record(criterion.slot, _variable_expr(criterion.variable)))  # type: ignore[arg-type]
+        return effects
 
     # -------------------------------------------------------------- blocks and simple statements
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
@@ -567,8 +612,8 @@ class _Rewriter(cst.CSTTransformer):
             if not self.kept(original):
                 continue
             after: list[cst.BaseExpression] = []
-            for detail in self.site_details(original):
-                stmt, extra = self.record_assignment(stmt, detail)
+            for criterion, site in self.site_records(original):
+                stmt, extra = self.record_assignment(stmt, criterion, site.detail)
                 after += extra
             body.append(stmt)
             body.extend(cst.Expr(value=e) for e in after)
@@ -576,16 +621,17 @@ class _Rewriter(cst.CSTTransformer):
             body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
         return body
 
-    def record_assignment(self, stmt: cst.BaseSmallStatement, detail: str) -> tuple[cst.BaseSmallStatement, list]:
+    def record_assignment(self, stmt: cst.BaseSmallStatement, criterion: Criterion,
+                          detail: str) -> tuple[cst.BaseSmallStatement, list]:
         """The instrumentor's record for one value site on a simple statement (name / attribute)."""
-        assert self.criterion is not None and self.criterion.variable is not None
-        self.probe()
+        assert criterion.variable is not None
+        self.probe(criterion)
         if detail == "attribute":
             if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
-                return stmt.with_changes(value=_tapped(0, stmt.value)), []
+                return stmt.with_changes(value=_tapped(criterion.slot, stmt.value)), []
             if isinstance(stmt, cst.AugAssign):
-                return stmt, [_record(stmt.target.deep_clone())]
-        return stmt, [_record(_variable_expr(self.criterion.variable))]
+                return stmt, [_record(criterion.slot, stmt.target.deep_clone())]
+        return stmt, [_record(criterion.slot, _variable_expr(criterion.variable))]
 
     # -------------------------------------------------------------- compound statements
     def leave_If(self, original_node: cst.If, updated_node: cst.If):
@@ -594,16 +640,21 @@ class _Rewriter(cst.CSTTransformer):
         node = updated_node
         if isinstance(original_node.orelse, cst.Else) and not self.kept(original_node.orelse):
             node = node.with_changes(orelse=None)
-        if self.is_target(original_node):
-            self.probe()
-            if self.detail == "implicit-else":
-                node = node.with_changes(test=codegen.else_tick(codegen.paren(node.test), 0))
+        test = node.test
+        elses: list[Criterion] = []
+        for criterion in self.targets_of(original_node):
+            self.probe(criterion)
+            if criterion.feature.detail == "implicit-else":
+                elses.append(criterion)
             else:
-                node = node.with_changes(test=codegen.then_tick(node.test, 0))
-        elif isinstance(original_node.orelse, cst.Else) and self.is_target(original_node.orelse):
-            self.probe()
-            node = node.with_changes(test=codegen.else_tick(codegen.paren(node.test), 0))
-        return node
+                test = codegen.then_tick(test, criterion.slot)
+        if isinstance(original_node.orelse, cst.Else):
+            for criterion in self.targets_of(original_node.orelse):
+                self.probe(criterion)
+                elses.append(criterion)
+        for criterion in elses:
+            test = codegen.else_tick(codegen.paren(test), criterion.slot)
+        return node.with_changes(test=test) if test is not node.test else node
 
     def _drop_else(self, original_node, node):
         if original_node.orelse is not None and not self.kept(original_node.orelse):
@@ -615,12 +666,10 @@ class _Rewriter(cst.CSTTransformer):
             return cst.RemoveFromParent()
         node = self._drop_else(original_node, updated_node)
         effects: list[cst.BaseExpression] = []
-        if self.is_target(original_node):
-            self.probe()
-            effects.append(_tick())
-        for _ in self.site_details(original_node.target):
-            self.probe()
-            effects.append(_record(_variable_expr(self.criterion.variable)))  # type: ignore[union-attr, arg-type]
+        for criterion in self.targets_of(original_node):
+            self.probe(criterion)
+            effects.append(_tick(criterion.slot))
+        effects += self.value_records(original_node.target)
         if effects:
             body, _ = codegen.insert_at_block_start(node.body, effects)
             node = node.with_changes(body=body)
@@ -630,15 +679,19 @@ class _Rewriter(cst.CSTTransformer):
         if not self.kept(original_node):
             return cst.RemoveFromParent()
         node = self._drop_else(original_node, updated_node)
-        if self.is_target(original_node):
-            self.probe()
-            node = node.with_changes(test=codegen.then_tick(node.test, 0))
+        for criterion in self.targets_of(original_node):
+            self.probe(criterion)
+            node = node.with_changes(test=codegen.then_tick(node.test, criterion.slot))
         return node
 
     def leave_Else(self, original_node: cst.Else, updated_node: cst.Else) -> cst.Else:
-        if self.is_target(original_node) and self.detail in ("loop-else", "try-else"):
-            self.probe()
-            body, _ = codegen.insert_at_block_start(updated_node.body, [_tick()])
+        ticks = []
+        for criterion in self.targets_of(original_node):
+            if criterion.feature.detail in ("loop-else", "try-else"):
+                self.probe(criterion)
+                ticks.append(_tick(criterion.slot))
+        if ticks:
+            body, _ = codegen.insert_at_block_start(updated_node.body, ticks)
             return updated_node.with_changes(body=body)
         return updated_node
 
@@ -669,9 +722,12 @@ class _Rewriter(cst.CSTTransformer):
     leave_TryStar = leave_Try
 
     def _handler(self, original_node, updated_node):
-        if self.is_target(original_node):
-            self.probe()
-            body, _ = codegen.insert_at_block_start(updated_node.body, [_tick()])
+        ticks = []
+        for criterion in self.targets_of(original_node):
+            self.probe(criterion)
+            ticks.append(_tick(criterion.slot))
+        if ticks:
+            body, _ = codegen.insert_at_block_start(updated_node.body, ticks)
             return updated_node.with_changes(body=body)
         return updated_node
 
@@ -687,10 +743,13 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node.with_changes(cases=cases)
 
     def leave_MatchCase(self, original_node: cst.MatchCase, updated_node: cst.MatchCase) -> cst.MatchCase:
-        if not self.is_target(original_node):
+        criteria = self.targets_of(original_node)
+        if not criteria:
             return updated_node
-        self.probe()
-        guard = _tick() if updated_node.guard is None else codegen.then_tick(updated_node.guard, 0)
+        guard = updated_node.guard
+        for criterion in criteria:
+            self.probe(criterion)
+            guard = _tick(criterion.slot) if guard is None else codegen.then_tick(guard, criterion.slot)
         return updated_node.with_changes(guard=guard, whitespace_before_if=cst.SimpleWhitespace(" "),
                                          whitespace_after_if=cst.SimpleWhitespace(" "))
 
@@ -699,12 +758,10 @@ class _Rewriter(cst.CSTTransformer):
             return cst.RemoveFromParent()
         updated_node = _redeclare(original_node, updated_node)
         effects: list[cst.BaseExpression] = []
-        if self.is_target(original_node):
-            self.probe()
-            effects.append(_tick())
-        for _ in self.site_details(original_node):
-            self.probe()
-            effects.append(_record(_variable_expr(self.criterion.variable)))  # type: ignore[union-attr, arg-type]
+        for criterion in self.targets_of(original_node):
+            self.probe(criterion)
+            effects.append(_tick(criterion.slot))
+        effects += self.value_records(original_node)
         if not effects:
             return updated_node
         body, _ = codegen.insert_at_block_start(updated_node.body, effects, after_docstring=True)
@@ -717,33 +774,39 @@ class _Rewriter(cst.CSTTransformer):
 
     # -------------------------------------------------------------- expressions
     def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
-        if not self.is_target(original_node):
-            return updated_node
-        self.probe()
-        return updated_node.with_changes(body=codegen.and_(_tick(), codegen.paren(updated_node.body)))
+        body = updated_node.body
+        for criterion in self.targets_of(original_node):
+            self.probe(criterion)
+            body = codegen.and_(_tick(criterion.slot), codegen.paren(body))
+        return updated_node if body is updated_node.body else updated_node.with_changes(body=body)
 
     def leave_CompFor(self, original_node: cst.CompFor, updated_node: cst.CompFor) -> cst.CompFor:
-        if not self.is_target(original_node):
+        criteria = self.targets_of(original_node)
+        if not criteria:
             return updated_node
-        self.probe()
-        return updated_node.with_changes(ifs=[cst.CompIf(test=_tick()), *updated_node.ifs])
+        for criterion in criteria:
+            self.probe(criterion)
+        ticks = [cst.CompIf(test=_tick(c.slot)) for c in criteria]
+        return updated_node.with_changes(ifs=[*ticks, *updated_node.ifs])
 
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.IfExp:
-        if not self.is_target(original_node):
-            return updated_node
-        self.probe()
-        arm = "body" if self.detail == "ifexp-true" else "orelse"
-        wrapped = codegen.paren(codegen.and_(_tick(), codegen.paren(getattr(updated_node, arm))))
-        return updated_node.with_changes(**{arm: wrapped})
+        node = updated_node
+        for criterion in self.targets_of(original_node):
+            self.probe(criterion)
+            arm = "body" if criterion.feature.detail == "ifexp-true" else "orelse"
+            wrapped = codegen.paren(codegen.and_(_tick(criterion.slot), codegen.paren(getattr(node, arm))))
+            node = node.with_changes(**{arm: wrapped})
+        return node
 
     def leave_NamedExpr(self, original_node: cst.NamedExpr, updated_node: cst.NamedExpr) -> cst.BaseExpression:
-        details = self.site_details(original_node)
-        if not details or not isinstance(updated_node.target, cst.Name):
+        records = self.site_records(original_node)
+        if not records or not isinstance(updated_node.target, cst.Name):
             return updated_node
-        self.probe()
+        for criterion, _ in records:
+            self.probe(criterion)
         bare = updated_node.with_changes(lpar=[], rpar=[])
-        records = [cst.Element(value=_record(cst.Name(updated_node.target.value))) for _ in details]
-        tup = cst.Tuple(elements=[cst.Element(value=codegen.paren(bare)), *records],
+        elements = [cst.Element(value=_record(c.slot, cst.Name(updated_node.target.value))) for c, _ in records]
+        tup = cst.Tuple(elements=[cst.Element(value=codegen.paren(bare)), *elements],
                         lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return cst.Subscript(value=tup, slice=[cst.SubscriptElement(slice=cst.Index(value=cst.Integer("0")))],
                              lpar=list(updated_node.lpar), rpar=list(updated_node.rpar))
@@ -895,16 +958,18 @@ def _module_chain(name: str) -> list[str]:
 class _Emission:
     """The program-wide fixpoint: plans per file, imports between them, files to write."""
 
-    def __init__(self, program: Program, result: SliceResult, criterion: Criterion) -> None:
+    def __init__(self, program: Program, result: SliceResult, criteria: list[Criterion]) -> None:
         self.program = program
         self.result = result
-        self.criterion = criterion
+        self.criteria = criteria
+        self.criterion_files = {c.feature.file for c in criteria}
         self.work: dict[str, _FileWork] = {}
         self.required: dict[str, set[str]] = {}
         self.needed_modules: set[str] = set()
-        self.target: cst.CSTNode | None = None
-        self.forced_ids: set[int] = set()
-        self.forced_spans: list[Span] = []
+        self.targets: dict[str, dict[int, list[Criterion]]] = {}  # file -> id(node) -> counter criteria
+        self.forced_ids: dict[str, set[int]] = {}
+        self.forced_spans: dict[str, list[Span]] = {}
+        self.probes: dict[int, int] = {}  # slot -> probes inserted over all files
         self.warnings: list[str] = []
 
     def file(self, path: str) -> _FileWork:
@@ -914,9 +979,19 @@ class _Emission:
             if source is None:
                 raise EmitError(f"{path}: not a file of the program (root {self.program.root})")
             work = self.work[path] = _FileWork(_Parsed(source))
-            if path == self.result.criterion_file:
-                self.target = _find_target(work.parsed, self.criterion)
-                self.forced_ids, self.forced_spans = _forced(work.parsed, self.criterion, self.target)
+            if path in self.criterion_files:
+                targets = self.targets.setdefault(path, {})
+                ids = self.forced_ids.setdefault(path, set())
+                spans = self.forced_spans.setdefault(path, [])
+                for criterion in self.criteria:
+                    if criterion.feature.file != path:
+                        continue
+                    target = _find_target(work.parsed, criterion)
+                    if target is not None:
+                        targets.setdefault(id(target), []).append(criterion)
+                    more_ids, more_spans = _forced(work.parsed, criterion, target)
+                    ids |= more_ids
+                    spans += more_spans
         return work
 
     def run(self) -> None:
@@ -925,7 +1000,7 @@ class _Emission:
         for path in sorted(p for p in active if p not in self.program.by_path):
             self.warnings.append(f"{path}: the slice keeps code of it, but it is not a file of the program; ignored")
             active.discard(path)
-        active.add(self.result.criterion_file)
+        active |= self.criterion_files
         entry_module, entry_function = _entry_function(self.result.entry)
         if entry_module is not None:
             source = self.program.by_module.get(entry_module)
@@ -945,10 +1020,9 @@ class _Emission:
 
     def plan(self, path: str) -> None:
         work = self.file(path)
-        is_criterion = path == self.result.criterion_file
-        kept = list(self.result.kept.get(path, [])) + (self.forced_spans if is_criterion else [])
+        kept = list(self.result.kept.get(path, [])) + self.forced_spans.get(path, [])
         work.plan = plan_file(work.parsed, kept, set(self.result.keep_units.get(path, [])),
-                              self.required.get(path, set()), self.forced_ids if is_criterion else set())
+                              self.required.get(path, set()), self.forced_ids.get(path, set()))
 
     def imports(self) -> tuple[dict[str, set[str]], set[str]]:
         required: dict[str, set[str]] = {p: set(n) for p, n in self.required.items()}
@@ -969,13 +1043,15 @@ class _Emission:
         """The sliced source of one planned file."""
         work = self.work[path]
         assert work.plan is not None
-        is_criterion = path == self.result.criterion_file
-        rewriter = _Rewriter(work.parsed, work.plan, self.criterion if is_criterion else None,
-                             self.target if is_criterion else None)
+        has_criteria = path in self.criterion_files
+        criteria = [c for c in self.criteria if c.feature.file == path]
+        rewriter = _Rewriter(work.parsed, work.plan, criteria, self.targets.get(path, {}))
         module = work.parsed.module.visit(rewriter)
-        if is_criterion:
-            if not rewriter.probes:
-                raise EmitError(f"{self.result.criterion}: no probe could be inserted (construct not kept?)")
+        for slot, count in rewriter.probes.items():
+            self.probes[slot] = self.probes.get(slot, 0) + count
+        if has_criteria:
+            if not any(rewriter.probes.get(c.slot) for c in criteria):
+                raise EmitError(f"{criteria[0].feature.id}: no probe could be inserted (construct not kept?)")
             module, _ = _insert_header(module, _header())
         code = module.code
         compile(code, path, "exec")
@@ -1005,28 +1081,30 @@ def _entry_file(program: Program, entry: str) -> SourceFile | None:
 
 
 # ====================================================================== generated modules
-_EVAL_TEMPLATE = '''"""Counter of a mantispy feature evaluator (generated; standard library only).
+_EVAL_TEMPLATE = '''"""Counters of a mantispy feature evaluator (generated; standard library only).
 
-Feature: {criterion}
+Features: {features_doc}
 
 Sliced modules run ``import _mantis_eval as _mantis_e; _mantis_k, _mantis_n, _mantis_vg, _mantis_rec =
-_mantis_e.register()`` and tick ``_mantis_n(_mantis_k[0])`` (builtin ``next`` on ``COUNTER``, an
-``itertools.count(1)``: no Python-level call) or record ``_mantis_vg[0] and _mantis_rec(0, value)``, exactly
+_mantis_e.register()`` and tick ``_mantis_n(_mantis_k[j])`` (builtin ``next`` on ``COUNTERS[j]``, an
+``itertools.count(1)``: no Python-level call) or record ``_mantis_vg[j] and _mantis_rec(j, value)``, exactly
 as instrumented code does with the mantispy run-time, whose value rules this module repeats: per thread,
 the first K recordable values (numbers; builtin sized objects as ``len()``); a thread gives a variable up
-after 4K unrecordable values; version V is averaged over the threads that recorded it.
+after 4K unrecordable values; version V is averaged over the threads that recorded it. Slot j is one
+counter feature or one variable (all wanted versions of a variable share its slot).
 """
 
 import itertools
 import sys
 import threading
 
-FEATURE = {criterion!r}
-VERSION = {version!r}  # values: the version evaluated; None: a counter
+FEATURES = {features!r}  # (feature id, slot, version or None for a counter)
+FEATURE = FEATURES[0][0]
+SLOTS = {slots!r}
 K = {k!r}
 
-COUNTER = itertools.count(1)
-GUARDS = [K > 0]
+COUNTERS = tuple(itertools.count(1) for _ in range(SLOTS))
+GUARDS = [K > 0] * SLOTS
 _stores = []
 _local = threading.local()
 _lock = threading.Lock()
@@ -1038,21 +1116,21 @@ _start = None
 
 def register():
     """``(_mantis_k, _mantis_n, _mantis_vg, _mantis_rec)`` for a sliced module."""
-    return (COUNTER,), next, GUARDS, _rec
+    return COUNTERS, next, GUARDS, _rec
 
 
 def reset():
     """Start from zero (before each evaluation; the sliced modules are imported afresh)."""
-    global COUNTER, _local
-    COUNTER = itertools.count(1)
-    GUARDS[:] = [K > 0]
+    global COUNTERS, _local
+    COUNTERS = tuple(itertools.count(1) for _ in range(SLOTS))
+    GUARDS[:] = [K > 0] * SLOTS
     del _stores[:]
     _local = threading.local()
 
 
-def count():
-    """Ticks so far."""
-    return int(repr(COUNTER)[6:-1]) - 1
+def count(slot=0):
+    """Ticks of one slot's counter so far."""
+    return int(repr(COUNTERS[slot])[6:-1]) - 1
 
 
 def _single_thread():
@@ -1066,20 +1144,21 @@ def _store():
     try:
         return local.store
     except AttributeError:
-        store = local.store = []
+        store = local.store = [[] for _ in range(SLOTS)]
+        local.misses = [0] * SLOTS
         with _lock:
             _stores.append(store)
         return store
 
 
 def _rec(j, value):
-    lst = _store()
+    lst = _store()[j]
     if len(lst) < K:
         number = _number(value)
         if number is None:
-            local = _local
-            missed = local.__dict__["misses"] = local.__dict__.get("misses", 0) + 1
-            if missed < 4 * K:
+            misses = _local.misses
+            misses[j] += 1
+            if misses[j] < 4 * K:
                 return value
             if _single_thread():
                 GUARDS[j] = False
@@ -1104,27 +1183,37 @@ def _mean(numbers):
     return math.fsum(nums) / n
 
 
+def _value_of(slot, version):
+    if version is None:
+        return count(slot)
+    i = version - 1
+    return _mean([store[slot][i] for store in list(_stores) if len(store[slot]) > i])
+
+
 def value():
-    """The feature's value: the count, or version VERSION of the variable (0 if never recorded)."""
-    if VERSION is None:
-        return count()
-    i = VERSION - 1
-    return _mean([store[i] for store in list(_stores) if len(store) > i])
+    """The first feature's value: its count, or its version of the variable (0 if never recorded)."""
+    _, slot, version = FEATURES[0]
+    return _value_of(slot, version)
+
+
+def values():
+    """Every feature's value, by feature id."""
+    return {{fid: _value_of(slot, version) for fid, slot, version in FEATURES}}
 
 
 def install():
-    """Starting a thread turns the value guard on again (each thread records its own first K values)."""
+    """Starting a thread turns the value guards on again (each thread records its own first K values)."""
     global _start
     if _start is not None:
         return
     original = _start = threading.Thread.start
 
     def start(self):
-        GUARDS[:] = [K > 0]
+        GUARDS[:] = [K > 0] * SLOTS
         try:
             return original(self)
         finally:
-            GUARDS[:] = [K > 0]
+            GUARDS[:] = [K > 0] * SLOTS
 
     threading.Thread.start = start
 
@@ -1137,14 +1226,16 @@ def uninstall():
         _start = None
 '''
 
-_EVALUATE_TEMPLATE = '''"""Feature evaluator generated by mantispy: the value of one feature, from a slice of the program.
+_EVALUATE_TEMPLATE = '''"""Feature evaluator generated by mantispy: feature values, from a slice of the program.
 
-Feature: {criterion}
-Entry:   {entry}
+Features: {features_doc}
+Entry:    {entry}
 
-    python evaluate.py ARGS...          prints the feature's value for the input ARGS
+    python evaluate.py ARGS...          prints the feature's value for the input ARGS (several features:
+                                        a JSON object {{feature id: value}})
     python evaluate.py '{{"kw": 1}}'      (a module:function entry: keyword arguments as one JSON object)
-    evaluate(["ARG", ...]) / evaluate(kw=1)   from Python, with this folder on sys.path
+    evaluate(["ARG", ...]) / evaluate(kw=1)   from Python, with this folder on sys.path: the first feature
+    evaluate_all(["ARG", ...])          every feature, as {{feature id: value}}
 
 Only the statements the feature depends on run. The sliced program's stdout and stderr go to os.devnull,
 and a write guard (_mantis_guard) makes any attempt to write files, start processes or open network
@@ -1155,14 +1246,22 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FEATURE = {criterion!r}
+FEATURES = {feature_ids!r}
+FEATURE = FEATURES[0]
 ENTRY = {entry!r}
 ROOT = os.path.join(HERE, *{root_parts!r})  # the copy of the program's root folder
 MODULES = {modules!r}  # the program's modules written here: imported afresh by every evaluation
 
 
 def evaluate(argv=None, **kwargs):
-    """Run the sliced program on ``argv`` (``kwargs`` for a module:function entry); return the value."""
+    """Run the sliced program on ``argv`` (``kwargs`` for a module:function entry); return the first
+    feature's value."""
+    return evaluate_all(argv, **kwargs)[FEATURE]
+
+
+def evaluate_all(argv=None, **kwargs):
+    """Run the sliced program once on ``argv`` (``kwargs`` for a module:function entry); return every
+    feature's value as {{feature id: float}}."""
     saved_path = list(sys.path)
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
@@ -1192,7 +1291,7 @@ def evaluate(argv=None, **kwargs):
         sink.close()
     if _mantis_guard.VIOLATIONS:
         raise PermissionError(_mantis_guard.VIOLATIONS[0])
-    return float(_mantis_eval.value())
+    return {{fid: float(v) for fid, v in _mantis_eval.values().items()}}
 
 
 def _run(argv, kwargs):
@@ -1233,8 +1332,14 @@ def main():
         import json
 
         kwargs, args = json.loads(args[0]), []
-    value = evaluate(args, **kwargs)
-    print(int(value) if value.is_integer() else repr(value))
+    values = evaluate_all(args, **kwargs)
+    if len(values) == 1:
+        value = values[FEATURE]
+        print(int(value) if value.is_integer() else repr(value))
+    else:
+        import json
+
+        print(json.dumps(values))
 
 
 if __name__ == "__main__":
@@ -1255,15 +1360,12 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
     that keeps code cannot be parsed.
     """
     out_dir = Path(out_dir)
-    criterion_source = program.by_path.get(result.criterion_file)
-    if criterion_source is None:
-        raise EmitError(f"{result.criterion_file}: not a file of the program (root {program.root})")
-    criterion = resolve_criterion(criterion_source, result, k)
+    criteria = resolve_criteria(program, result, k)
     entry_source = _entry_file(program, result.entry)
     if entry_source is None:
         raise EmitError(f"entry {result.entry!r}: no such script or module in the program")
 
-    emission = _Emission(program, result, criterion)
+    emission = _Emission(program, result, criteria)
     emission.run()
 
     base_parts = Path(program.root).relative_to(program.search_root).parts
@@ -1291,16 +1393,23 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
         target.write_text(code, encoding="utf-8")
         written.append(target.relative_to(out_dir).as_posix())
 
+    missing = [c.feature.id for c in criteria if not emission.probes.get(c.slot)]
+    if missing:
+        raise EmitError(f"{missing[0]}: no probe could be inserted (construct not kept?)")
     modules = sorted({program.by_path[p].modname for p in to_write if program.by_path[p].modname})
+    feature_ids = [c["id"] for c in result.all_criteria()]
+    features = [(fid, c.slot, c.version) for fid, c in zip(feature_ids, criteria)]
+    doc = ", ".join(feature_ids[:5]) + (f" and {len(feature_ids) - 5} more" if len(feature_ids) > 5 else "")
     (out_dir / f"{EVAL_MODULE}.py").write_text(
-        _EVAL_TEMPLATE.format(criterion=result.criterion, version=criterion.version, k=k), encoding="utf-8")
+        _EVAL_TEMPLATE.format(features=features, features_doc=doc, slots=max(c.slot for c in criteria) + 1, k=k),
+        encoding="utf-8")
     (out_dir / f"{VALUES_MODULE}.py").write_text(Path(_values_module.__file__).read_text(encoding="utf-8"),
                                                  encoding="utf-8")
     (out_dir / f"{GUARD_MODULE}.py").write_text(Path(_guard_module.__file__).read_text(encoding="utf-8"),
                                                encoding="utf-8")
     (out_dir / ENTRY_FILE).write_text(
-        _EVALUATE_TEMPLATE.format(criterion=result.criterion, entry=result.entry, root_parts=list(base_parts),
-                                  modules=tuple(modules)), encoding="utf-8")
+        _EVALUATE_TEMPLATE.format(features_doc=doc, feature_ids=feature_ids, entry=result.entry,
+                                  root_parts=list(base_parts), modules=tuple(modules)), encoding="utf-8")
     written += [f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", f"{VALUES_MODULE}.py", ENTRY_FILE]
     for name in (f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", f"{VALUES_MODULE}.py", ENTRY_FILE):
         compile((out_dir / name).read_text(encoding="utf-8"), name, "exec")

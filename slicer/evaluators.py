@@ -29,7 +29,7 @@ from .emit import EmitError, emit_slice
 from .program import Program
 from .sdg import build_sdg
 from .slice_result import SliceResult
-from .slicing import CriterionError, slice_feature
+from .slicing import CriterionError, slice_feature, slice_features
 
 
 class EvaluatorError(Exception):
@@ -65,6 +65,28 @@ class SliceSession:
             report = emit_slice(self.program, result, out_dir, k)
         except EmitError as exc:
             raise EvaluatorError(f"{feature_id}: {exc}") from None
+        (Path(out_dir) / "slice.json").write_text(json.dumps(result.to_dict(), indent=1) + "\n")
+        return result, report
+
+    def slice_combined(self, feature_ids: list[str]) -> SliceResult:
+        """One slice for several features (shared work kept once)."""
+        missing = [f for f in feature_ids if f not in self.features]
+        if missing:
+            raise EvaluatorError(f"{missing[0]}: no such feature in {self.program.root}; see mantispy instrument's manifest")
+        try:
+            return SliceResult.from_dict(slice_features(self.sdg, [self.features[f] for f in feature_ids], self.entry))
+        except CriterionError as exc:
+            raise EvaluatorError(str(exc)) from None
+
+    def emit_combined(self, feature_ids: list[str], out_dir: Path, k: int = 5):
+        """Slice for and write one evaluator computing every feature of ``feature_ids`` in a single run of
+        the sliced program; returns (SliceResult, EmitReport). ``evaluate_all`` in its evaluate.py gives
+        {feature id: value}."""
+        result = self.slice_combined(feature_ids)
+        try:
+            report = emit_slice(self.program, result, out_dir, k)
+        except EmitError as exc:
+            raise EvaluatorError(str(exc)) from None
         (Path(out_dir) / "slice.json").write_text(json.dumps(result.to_dict(), indent=1) + "\n")
         return result, report
 
@@ -125,6 +147,25 @@ def run_instrumented(src: Path, entry: str, inputs: list[list[str]], work: Path,
             raise EvaluatorError(f"input {' '.join(args)!r} fails on the instrumented program: {proc.stderr.strip()[-300:]}")
         truths.append(json.loads(out.read_text()) if out.exists() else {})
     return truths
+
+
+_RUN_ALL = ("import json, sys; sys.path.insert(0, sys.argv[1]); import evaluate; "
+            "print(json.dumps(evaluate.evaluate_all(sys.argv[2:])))")
+
+
+def run_evaluator(out_dir: Path, args: list[str], cwd: Path, timeout: float = 600) -> tuple[dict[str, float], float]:
+    """Run an emitted evaluator in a fresh interpreter on one input; returns ({feature: value}, seconds of
+    wall time of the whole subprocess). Raises EvaluatorError when it fails or runs past ``timeout``."""
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-c", _RUN_ALL, str(Path(out_dir).resolve()), *args], cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise EvaluatorError(f"evaluator ran longer than {timeout:.3g} s") from None
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise EvaluatorError("evaluator fails: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:300])
+    return {k: float(v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}, seconds
 
 
 def _invocation(entry: str, args: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ Span = tuple[int, int, int, int]  # start line, start column, end line, end colu
 
 _FIELDS = (
     "criterion", "criterion_kind", "criterion_file", "criterion_span", "criterion_detail", "entry", "kept",
-    "keep_units", "calls", "unresolved", "statements_total", "statements_kept",
+    "keep_units", "calls", "unresolved", "statements_total", "statements_kept", "criteria",
 )
 
 
@@ -41,6 +41,9 @@ class SliceResult:
     statements_total: int = 0
     statements_kept: int = 0
     criterion_detail: str = ""  # the manifest's detail ("for", "elif", "implicit-else", ...), if known
+    # A combined slice (several features at once): every criterion as {"id", "kind", "file", "span",
+    # "detail"}, the first being the one above; empty for a single-feature slice.
+    criteria: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
 
     @property
@@ -49,6 +52,13 @@ class SliceResult:
         if self.criterion_kind != "value" or "#" not in self.criterion:
             return None
         return int(self.criterion.rsplit("#", 1)[1])
+
+    def all_criteria(self) -> list[dict[str, Any]]:
+        """Every criterion of the slice as {"id", "kind", "file", "span", "detail"} (one for a single feature)."""
+        if self.criteria:
+            return [dict(c, span=_span(c["span"])) for c in self.criteria]
+        return [{"id": self.criterion, "kind": self.criterion_kind, "file": self.criterion_file,
+                 "span": self.criterion_span, "detail": self.criterion_detail}]
 
     def kept_spans(self, file: str) -> list[Span]:
         """The kept ast spans of one file (empty list if none)."""
@@ -71,6 +81,8 @@ class SliceResult:
             statements_total=self.statements_total,
             statements_kept=self.statements_kept,
         )
+        if self.criteria:
+            data["criteria"] = [dict(c, span=list(c["span"])) for c in self.criteria]
         return data
 
     @classmethod
@@ -89,6 +101,7 @@ class SliceResult:
             unresolved=[str(u) for u in data.get("unresolved") or []],
             statements_total=int(data.get("statements_total") or 0),
             statements_kept=int(data.get("statements_kept") or 0),
+            criteria=[dict(c, span=list(_span(c["span"]))) for c in data.get("criteria") or []],
             extra={k: v for k, v in data.items() if k not in _FIELDS},
         )
 

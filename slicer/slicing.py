@@ -326,7 +326,18 @@ def _value_criterion(sdg: SDG, feature: dict) -> set[Node]:
 # ---------------------------------------------------------------------- the slice artefact
 def slice_feature(sdg: SDG, feature: dict[str, Any], entry: str) -> dict[str, Any]:
     """The slice artefact (docs/contracts.md) of one feature: kept statement spans per file and why."""
-    criteria = criterion_nodes(sdg, feature)
+    return slice_features(sdg, [feature], entry)
+
+
+def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str) -> dict[str, Any]:
+    """One slice for several features at once (the union of their criteria, sliced in one pass), as a
+    predictor's combined evaluator needs it. The first feature fills the ``criterion*`` fields; all of
+    them are listed under ``criteria``."""
+    if not features:
+        raise CriterionError("no feature to slice for")
+    criteria: set[Node] = set()
+    for feature in features:
+        criteria |= criterion_nodes(sdg, feature)
     nodes = backward_slice(sdg, criteria)
     kept: dict[str, set] = {}
     keep_units: dict[str, set] = {}
@@ -356,12 +367,15 @@ def slice_feature(sdg: SDG, feature: dict[str, Any], entry: str) -> dict[str, An
                      not in ("entry", "exit", "raise-exit"))
     unresolved = [str(u) for u in sdg.callgraph.unresolved
                   if any(u.file == f and (u.line, u.col) >= s[:2] and (u.line, u.col) <= s[2:] for f, spans in kept.items() for s in spans)]
+    feature = features[0]
     return {
         "criterion": feature["id"],
         "criterion_kind": feature["kind"],
         "criterion_file": feature["file"],
         "criterion_span": list(feature["span"]),
         "criterion_detail": feature["detail"],
+        "criteria": [{"id": f["id"], "kind": f["kind"], "file": f["file"], "span": list(f["span"]),
+                      "detail": f["detail"]} for f in features],
         "entry": entry,
         "kept": {f: sorted(list(s) for s in spans) for f, spans in sorted(kept.items())},
         "keep_units": {f: sorted(units) for f, units in sorted(keep_units.items())},

@@ -202,3 +202,22 @@ def test_slice_cli_reports_and_writes_an_evaluator(shop, tmp_path):
     assert run.stdout.strip() == "5"
     bad = subprocess.run([*MANTISPY, "slice", str(root), "--entry", "main.py", "--feature", "nope"], capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.startswith("mantispy: error: nope: no such feature")
+
+
+def test_a_combined_evaluator_gives_every_features_value_in_one_run(shop, tmp_path):
+    from mantispy.slicer.evaluators import run_evaluator, run_instrumented
+
+    root, session = shop
+    counters = sorted(f for f, info in session.features.items() if info["kind"] != "value")
+    values = [f for f in sorted(session.features) if ":main:" in f and f.endswith(("#1", "#2"))][:6]
+    wanted = counters + values
+    inputs = [["0"], ["2"], ["5"], ["6", "d"], ["9", "d"]]
+    result, report = session.emit_combined(wanted, tmp_path / "combined")
+    assert [c["id"] for c in result.all_criteria()] == wanted
+    truths = run_instrumented(root, "main.py", inputs, tmp_path / "truth", root)
+    for args, truth in zip(inputs, truths):
+        got, seconds = run_evaluator(tmp_path / "combined", args, cwd=root)
+        assert seconds > 0
+        assert got == {f: float(truth.get(f, 0)) for f in wanted}, args
+    single, _ = session.emit(counters[0], tmp_path / "single")
+    assert result.statements_kept >= single.statements_kept
