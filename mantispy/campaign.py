@@ -9,7 +9,9 @@ A spec is a TOML file; relative paths in it are relative to the file's folder::
     repeats = 1                         # runs per input
     timeout = 60                        # seconds per run; a run past it is killed and stored as timeout
     metrics = ["wall_s", "cpu_s", "max_rss_kb"]   # default: all the profiler measures
-    calibration_runs = 3                # inputs also run uninstrumented, to measure the overhead
+    calibration_runs = 3                # inputs also run uninstrumented, to measure the overhead;
+                                        #   "all": every run also runs uninstrumented, so models can
+                                        #   learn the original program's metrics (mantispy build does)
     build = ".mantis/builds/minisearch" # where the instrumented build goes (default under workdir)
 
     [env]                               # extra environment for every run
@@ -213,6 +215,18 @@ def _generate(path: Path, spec_dir: Path, generator: str, args: dict[str, Any]) 
         sys.path.remove(str(file.parent))
 
 
+CALIBRATE_ALL = -1
+"""``calibration_runs = "all"``: every (input, repeat) also runs uninstrumented."""
+
+
+def _calibration_runs(path: Path, raw: Any) -> int:
+    if raw == "all":
+        return CALIBRATE_ALL
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise _fail(path, f"calibration_runs must be a number >= 0 or \"all\", not {raw!r}")
+    return raw
+
+
 def load_spec(path: Path | str) -> CampaignSpec:
     """Read, validate and expand a spec file (runs the input generator)."""
     path = Path(path)
@@ -281,7 +295,7 @@ def load_spec(path: Path | str) -> CampaignSpec:
         repeats=repeats,
         timeout=timeout,
         metrics=metrics,
-        calibration_runs=int(raw.get("calibration_runs", 3)),
+        calibration_runs=_calibration_runs(path, raw.get("calibration_runs", 3)),
         build=(workdir / raw["build"]).resolve() if "build" in raw else workdir / ".mantis" / "builds" / name,
         env={str(k): str(v) for k, v in env.items()},
         instrument=instrument,

@@ -114,8 +114,10 @@ def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[st
 @click.argument("out", type=click.Path(path_type=Path))
 @click.option("--features-out", required=True, type=click.Path(path_type=Path), help="Where to write {feature_id: value} JSON.")
 @click.option("--python", "python", default=None, help="Interpreter to run with (default: this one).")
+@click.option("--observed-calls", "observed_calls", default=None, type=click.Path(path_type=Path),
+              help="Also record which callee each call site reached (hybrid slicing); merged into this JSON file.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]) -> None:
+def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...], observed_calls: Path | None = None) -> None:
     """Run the instrumented program in OUT: mantispy run OUT --features-out F -- SCRIPT|-m MODULE ARGS...
 
     The program's output and exit status are its own; the features land in F when it ends (normal
@@ -139,7 +141,23 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
         argv = program_argv(out, list(args), python)
     except LaunchError as exc:
         raise UserError(str(exc)) from None
-    measurement = run_measured(argv, program_env(out.resolve(), features_out, extra))
+    env = program_env(out.resolve(), features_out, extra)
+    if observed_calls is not None:  # the recorder wraps the program; see mantispy/observe.py
+        import tempfile
+
+        from mantispy.observe import recording_argv, recording_env
+
+        calls_tmp = tempfile.TemporaryDirectory(prefix="mantis-calls-")
+        argv, raw_calls = recording_argv(argv), Path(calls_tmp.name) / "calls.json"
+        env.update(recording_env(out, raw_calls))
+    measurement = run_measured(argv, env)
+    if observed_calls is not None:
+        from mantispy.slicer.hybrid import record_build_run
+
+        merged = record_build_run(raw_calls, out, observed_calls, log=lambda m: click.echo(f"mantispy: warning: {m}", err=True))
+        calls_tmp.cleanup()
+        click.echo(f"mantispy: observed calls merged into {observed_calls}" if merged is not None else
+                   "mantispy: warning: no observed calls written (the program ended through os._exit or a signal)", err=True)
     if not features_out.exists():
         click.echo(
             f"mantispy: warning: no features written to {features_out} (the program ended through os._exit "
@@ -222,8 +240,12 @@ def _pick_campaign(store, name: str | None):
 @click.option("--replace", is_flag=True, help="Discard the campaign's stored runs and start over.")
 @click.option("--cluster", metavar="ADDRESS", default=None, help="Run on a Dask distributed scheduler, e.g. tcp://host:8786.")
 @click.option("--coverage", "with_coverage", is_flag=True, help="Also measure which lines/branches the inputs reach (coverage.py).")
+@click.option("--observe-calls", "observe_calls", is_flag=True,
+              help="Afterwards re-run some inputs untimed, recording which callee each call site reached (hybrid slicing).")
+@click.option("--observe-inputs", default=10, show_default=True, type=click.IntRange(1),
+              help="How many inputs --observe-calls re-runs (spread over the campaign's inputs).")
 def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace: bool, cluster: str | None,
-            with_coverage: bool) -> None:
+            with_coverage: bool, observe_calls: bool = False, observe_inputs: int = 10) -> None:
     """Run the instrumented program over a campaign's inputs; store metrics and features per run.
 
     SPEC is a TOML campaign file (see the README). Each run is a fresh subprocess; a crash or timeout is
@@ -270,6 +292,12 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
         err.print("mantispy: measuring input coverage (one more run per input, under coverage.py)")
         campaign = store.campaign(spec.name)
         store.set_campaign_json(campaign, "coverage_json", measure_coverage(spec, jobs))
+    if observe_calls:
+        from mantispy.observe import observe_campaign, summary_line
+
+        err.print(f"mantispy: recording observed calls (up to {observe_inputs} untimed runs of the original source)")
+        calls_path, calls = observe_campaign(spec, store_path, observe_inputs, jobs, log=lambda m: err.print(f"mantispy: {m}"))
+        err.print(f"mantispy: {summary_line(calls, calls_path)}")
     _print_summary(store, store.campaign(spec.name), summary)
     store.close()
 
@@ -614,19 +642,36 @@ def _slice_session(src: Path, entry: str):
         raise UserError(f"{exc}; check SRC and --entry") from None
 
 
+def _hybrid_session(session, observed_calls: Path):
+    """A session whose unresolved calls take their observed callees (shares ``session``'s call graph)."""
+    from mantispy.slicer.hybrid import ObservationsError, hybrid_session
+
+    try:
+        return hybrid_session(session, observed_calls)
+    except ObservationsError as exc:
+        raise UserError(str(exc)) from None
+
+
 @cli.command(name="slice")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.option("--entry", required=True, help="How the program starts: SCRIPT.py, '-m module' or module:function.")
 @click.option("--feature", "feature_id", required=True, help="The feature id (from OUT/.mantis/manifest.json).")
 @click.option("-o", "--out", "out", default=None, type=click.Path(path_type=Path), help="Write the evaluator here.")
-def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None) -> None:
+@click.option("--observed-calls", "observed_calls", default=None, type=click.Path(path_type=Path),
+              help="Observed calls (mantispy run/profile): unresolved call sites take their observed callees.")
+def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None, observed_calls: Path | None = None) -> None:
     """Slice SRC down to what one feature counter depends on and emit an executable evaluator."""
     from mantispy.slicer.evaluators import EvaluatorError
 
     session = _slice_session(src, entry)
     for problem in session.program.problems:
         click.echo(str(problem), err=True)
+    static = None
+    if observed_calls is not None:
+        static, session = session, _hybrid_session(session, observed_calls)
     try:
+        if static is not None:
+            static = static.slice(feature_id)
         if out is not None:
             result, report = session.emit(feature_id, out)
         else:
@@ -636,8 +681,15 @@ def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None) -> None:
     files = sorted(result.kept)
     click.echo(f"slice of {feature_id}: {result.statements_kept} of {result.statements_total} statements kept, "
                f"{len(files)} file(s) touched: {', '.join(files)}")
+    if static is not None:
+        from mantispy.observe import echo_observed
+
+        click.echo(f"hybrid slice: {result.statements_kept} statements kept, static slice: {static.statements_kept} "
+                   "(validate it with mantispy fidelity --observed-calls before trusting it)")
+        echo_observed(result, click.echo)
     for call in result.calls:
         how = f" ({call['implicit']})" if call.get("implicit") else ""
+        how += " (resolved: observed)" if call.get("resolved") == "observed" else ""
         click.echo(f"  call at {call['site']}{how}: {call['why']}")
     for site in result.unresolved[:5]:
         click.echo(f"  unresolved call kept conservatively: {site}")
@@ -655,8 +707,10 @@ def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None) -> None:
 @click.option("--kinds", default="loop,branch,call,exception", show_default=True, help="Kinds checked when no --feature is given.")
 @click.option("--sample", default=0, type=click.IntRange(0), help="Check only this many features (spread over the list).")
 @click.option("-o", "--out", "out", default=None, type=click.Path(path_type=Path), help="Write the per-feature report as JSON.")
+@click.option("--observed-calls", "observed_calls", default=None, type=click.Path(path_type=Path),
+              help="Validate hybrid slices built with these observed calls on the inputs (held out: not observed).")
 def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[str, ...], kinds: str, sample: int,
-             out: Path | None) -> None:
+             out: Path | None, observed_calls: Path | None = None) -> None:
     """Check that each feature's evaluator gives the instrumented program's value on every input."""
     import shlex
     from dataclasses import asdict
@@ -668,6 +722,23 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
     if sample and len(wanted) > sample:
         step = len(wanted) / sample
         wanted = [wanted[int(i * step)] for i in range(sample)]
+    if observed_calls is not None:
+        from mantispy.observe import echo_verdicts
+        from mantispy.slicer.hybrid import describe_inputs, validate_hybrid
+
+        hybrid = _hybrid_session(session, observed_calls)
+        given = [shlex.split(i) for i in inputs]
+        seen = [a for a in given if hybrid.observed_calls.contributed(a)]
+        if seen:
+            click.echo(f"mantispy: note: not held out (they contributed observations): {describe_inputs(seen)}", err=True)
+        try:
+            verdicts = validate_hybrid(session, hybrid, src, wanted, given)
+        except EvaluatorError as exc:
+            raise UserError(str(exc)) from None
+        echo_verdicts(verdicts, click.echo)
+        if out is not None:
+            out.write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
+        return
     try:
         rows = check_fidelity(session, src, [shlex.split(i) for i in inputs], wanted)
     except EvaluatorError as exc:
@@ -679,6 +750,11 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
     click.echo(f"{sliceable} of {len(rows)} features sliceable with 100 % fidelity on {len(inputs)} input(s)")
     if out is not None:
         out.write_text(json.dumps([{**asdict(r), "fidelity": r.fidelity} for r in rows], indent=1) + "\n")
+
+
+from mantispy.cli_build import register as _register_product_verbs  # noqa: E402
+
+_register_product_verbs(cli)
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mantispy.campaign import CampaignSpec
+from mantispy.campaign import CALIBRATE_ALL, CampaignSpec
 from mantispy.instrument.manifest import Manifest, manifest_path
 from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
@@ -207,6 +207,13 @@ def plan_calibration(spec: CampaignSpec, store: RunStore, campaign: Campaign) ->
     """Uninstrumented runs of up to ``calibration_runs`` inputs that ran fine instrumented, spread over
     the range of their CPU times (cheapest, most expensive and between), skipping those already run."""
     runs = store.runs(campaign)
+    records = {r.id: r for r in spec.inputs}
+    if spec.calibration_runs == CALIBRATE_ALL:
+        have_runs = {(r["input_id"], r["repeat"]) for r in runs if r["variant"] == ORIGINAL}
+        return [make_task(spec, records[r["input_id"]], r["repeat"], ORIGINAL, spec.source_root)
+                for r in sorted(runs, key=lambda r: (r["input_id"], r["repeat"]))
+                if r["variant"] == INSTRUMENTED and r["status"] == "ok" and r["input_id"] in records
+                and (r["input_id"], r["repeat"]) not in have_runs]
     have = {r["input_id"] for r in runs if r["variant"] == ORIGINAL}
     ok = sorted(
         ((r["metrics"].get("cpu_s", 0.0), r["input_id"]) for r in runs
@@ -221,7 +228,6 @@ def plan_calibration(spec: CampaignSpec, store: RunStore, campaign: Campaign) ->
     else:
         step = (len(candidates) - 1) / max(wanted - 1, 1)
         chosen = sorted({candidates[round(i * step)] for i in range(wanted)})
-    records = {r.id: r for r in spec.inputs}
     return [make_task(spec, records[iid], 0, ORIGINAL, spec.source_root) for iid in chosen if iid in records]
 
 
@@ -318,7 +324,7 @@ def profile(
     store.add_inputs(campaign, descriptors)
     tasks = plan(spec, done)
     summary = Summary(spec.name, planned=len(tasks), skipped=len(done))
-    on_start(len(tasks) + max(spec.calibration_runs, 0))
+    on_start(len(tasks) + (len(tasks) if spec.calibration_runs == CALIBRATE_ALL else max(spec.calibration_runs, 0)))
 
     def execute_all(batch: list[RunTask]) -> None:
         for record in run_tasks(batch, jobs, cluster):

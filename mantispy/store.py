@@ -369,12 +369,14 @@ class RunStore:
             yield run_id, np.frombuffer(ids, dtype="<u4"), np.frombuffer(vals, dtype="<f8")
 
     def dataframe(self, campaign: Campaign | str, variant: str = "instrumented", status: str | None = "ok",
-                  features: bool = True):
+                  features: bool = True, metrics_from: str | None = None):
         """One row per run: ``input_id``, ``repeat``, ``status``, metric columns, then feature columns.
 
         Feature columns are named by feature id and hold 0 where a run did not record the feature.
         Metric columns are prefixed ``metric:``; input descriptor numbers are ``input:`` columns (the
-        black-box baseline's view).
+        black-box baseline's view). ``metrics_from="original"`` takes the metrics of each run from the
+        uninstrumented run of the same input and repeat (``calibration_runs = "all"``), dropping runs
+        that have none: features from the instrumented program, costs of the original one.
         """
         import pandas as pd
 
@@ -384,6 +386,11 @@ class RunStore:
                 raise StoreError(f"{self.path}: no campaign named {campaign!r}")
             campaign = found
         rows = [r for r in self.runs(campaign, variant) if status is None or r["status"] == status]
+        if metrics_from is not None and metrics_from != variant:
+            source = {(r["input_id"], r["repeat"]): r["metrics"] for r in self.runs(campaign, metrics_from)
+                      if r["status"] == "ok"}
+            rows = [dict(r, metrics=source[(r["input_id"], r["repeat"])]) for r in rows
+                    if (r["input_id"], r["repeat"]) in source]
         descriptors = self.inputs(campaign)
         base = pd.DataFrame(
             [

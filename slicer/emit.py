@@ -67,6 +67,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -163,7 +164,7 @@ def _resolve(source: SourceFile, wanted: dict, k: int) -> Criterion:
     version = _version_of(fid, kind)
     if version is not None and not 1 <= version <= k:
         raise EmitError(f"{fid}: version {version} is outside 1..k={k}")
-    analysed = instrument_source(source.source, wanted["file"], Options(families=frozenset({FAMILY_OF_KIND[kind]}), k=k))
+    analysed = _analysed(source.source, wanted["file"], FAMILY_OF_KIND[kind], k)
     feature = next((f for f in analysed.features if f.id == fid), None)
     if feature is None:
         raise EmitError(f"{fid}: no such feature in {wanted['file']} (was the source changed?)")
@@ -234,6 +235,33 @@ class _Parsed:
 
 
 # ====================================================================== planning: what each file keeps
+_PARSED_CACHE: dict[tuple[str, str], _Parsed] = {}
+_ANALYSED_CACHE: dict[tuple[str, str, str, int], Any] = {}
+
+
+def _parsed(source: SourceFile) -> _Parsed:
+    """The parsed file, shared by every emission of the same source text (libcst trees are immutable, and
+    plans refer to nodes by identity, so one tree serves many slices; parsing is most of an emission's time)."""
+    key = (source.path, source.source)
+    found = _PARSED_CACHE.get(key)
+    if found is None:
+        if len(_PARSED_CACHE) > 512:
+            _PARSED_CACHE.clear()
+        found = _PARSED_CACHE[key] = _Parsed(source)
+    return found
+
+
+def _analysed(source: str, path: str, family: str, k: int):
+    """``instrument_source`` of one file for one feature family, cached like :func:`_parsed`."""
+    key = (path, source, family, k)
+    found = _ANALYSED_CACHE.get(key)
+    if found is None:
+        if len(_ANALYSED_CACHE) > 512:
+            _ANALYSED_CACHE.clear()
+        found = _ANALYSED_CACHE[key] = instrument_source(source, path, Options(families=frozenset({family}), k=k))
+    return found
+
+
 class _Names(cst.CSTVisitor):
     """Every ``Name`` in a subtree (over-approximates the names it reads; imports are not visited)."""
 
@@ -250,12 +278,24 @@ class _Names(cst.CSTVisitor):
         return False
 
 
+_NAMES_CACHE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
 def _names_in(nodes: Iterable[cst.CSTNode | None]) -> set[str]:
-    visitor = _Names()
+    """Every name in the subtrees (memoised per node: parsed trees are shared between emissions)."""
+    names: set[str] = set()
     for node in nodes:
-        if node is not None:
+        if node is None:
+            continue
+        cached = _NAMES_CACHE.get(id(node))
+        if cached is None or cached[0] is not node:
+            visitor = _Names()
             node.visit(visitor)
-    return visitor.names
+            if len(_NAMES_CACHE) > 500_000:
+                _NAMES_CACHE.clear()
+            cached = _NAMES_CACHE[id(node)] = (node, frozenset(visitor.names))
+        names |= cached[1]
+    return names
 
 
 def _bound_names(stmt: cst.Import | cst.ImportFrom) -> set[str] | None:
@@ -978,7 +1018,7 @@ class _Emission:
             source = self.program.by_path.get(path)
             if source is None:
                 raise EmitError(f"{path}: not a file of the program (root {self.program.root})")
-            work = self.work[path] = _FileWork(_Parsed(source))
+            work = self.work[path] = _FileWork(_parsed(source))
             if path in self.criterion_files:
                 targets = self.targets.setdefault(path, {})
                 ids = self.forced_ids.setdefault(path, set())
@@ -1251,6 +1291,7 @@ FEATURE = FEATURES[0]
 ENTRY = {entry!r}
 ROOT = os.path.join(HERE, *{root_parts!r})  # the copy of the program's root folder
 MODULES = {modules!r}  # the program's modules written here: imported afresh by every evaluation
+PRELOAD = {preload!r}  # what serve() imports once: the modules the program imports (not the entry's)
 
 
 def evaluate(argv=None, **kwargs):
@@ -1272,14 +1313,16 @@ def evaluate_all(argv=None, **kwargs):
     saved = (sys.argv, sys.stdout, sys.stderr, sys.dont_write_bytecode)
     _mantis_eval.reset()
     sink = open(os.devnull, "w")
+    errors = _Tail()
+    status = 0
     sys.dont_write_bytecode = True
     patches = _mantis_guard.install()
     _mantis_eval.install()
     try:
-        sys.stdout = sys.stderr = sink
+        sys.stdout, sys.stderr = sink, errors
         _run(list(argv or ()), kwargs)
-    except SystemExit:
-        pass
+    except SystemExit as exc:
+        status = exc.code
     finally:
         _mantis_eval.uninstall()
         _mantis_guard.uninstall(patches)
@@ -1291,26 +1334,169 @@ def evaluate_all(argv=None, **kwargs):
         sink.close()
     if _mantis_guard.VIOLATIONS:
         raise PermissionError(_mantis_guard.VIOLATIONS[0])
+    if status not in (None, 0):
+        said = errors.last_line()
+        raise InputRejected(f"the program rejects this input (exit status {{status}})" + (f": {{said}}" if said else ""))
     return {{fid: float(v) for fid, v in _mantis_eval.values().items()}}
 
 
-def _run(argv, kwargs):
-    import runpy
+class InputRejected(Exception):
+    """The sliced program exited with a non-zero status: the input is not one the program accepts."""
+
+
+def serve(requests=None, replies=None):
+    """A warm evaluator: import the sliced program's modules once (their top levels do not depend on the
+    input), then answer each request line ``{{"argv": [...], "kwargs": {{...}}, "cwd": "..."}}`` by running
+    the entry in a forked child of this pre-initialised process, with one reply line: ``{{"values": {{...}}}}``
+    or ``{{"error": "..."}}``. Counts the module top levels made are inherited by every child, exactly as
+    each run of the program makes them once. ``python evaluate.py --mantis-serve`` runs it on stdin/stdout.
+    """
+    import json
+    import signal
+
+    requests = requests or sys.stdin
+    replies = replies or sys.stdout
+    fork = os.fork  # the guard refuses os.fork to the sliced program, not to this server
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    import _mantis_eval
+    import _mantis_guard
 
     entry = ENTRY.strip()
+    if not entry.startswith("-m ") and not (":" in entry and not entry.endswith(".py")):
+        sys.path.insert(0, os.path.dirname(os.path.join(ROOT, *entry.split("/"))))
+    global _SINK
+    sink = _SINK = open(os.devnull, "w")
+    saved = (sys.stdout, sys.stderr)
+    sys.dont_write_bytecode = True
+    _mantis_guard.install()
+    _mantis_eval.install()
+    preload_error = None
+    try:
+        sys.stdout = sys.stderr = sink
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except ImportError:  # an optional import of the entry: it runs (and fails) per input
+                pass
+    except BaseException as exc:  # the import fails the same way for every input: say so per request
+        preload_error = f"{{type(exc).__name__}}: {{exc}}"
+    finally:
+        sys.stdout, sys.stderr = saved
+    if not entry.startswith("-m ") and not (":" in entry and not entry.endswith(".py")):
+        script = os.path.join(ROOT, *entry.split("/"))
+        with open(script, "rb") as handle:
+            _CODE[script] = compile(handle.read(), script, "exec", dont_inherit=True)
+    replies.write(json.dumps({{"ready": True}}) + "\\n")
+    replies.flush()
+    while True:
+        line = requests.readline()
+        if not line:
+            return
+        try:
+            request = json.loads(line)
+        except ValueError:
+            replies.write(json.dumps({{"error": "not a JSON request"}}) + "\\n")
+            replies.flush()
+            continue
+        if preload_error is not None:
+            replies.write(json.dumps({{"error": preload_error}}) + "\\n")
+            replies.flush()
+            continue
+        read, write = os.pipe()
+        pid = fork()
+        if pid == 0:  # the child: evaluate, reply through the pipe, leave without cleanup
+            os.close(read)
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                if request.get("cwd"):
+                    os.chdir(request["cwd"])
+                reply = {{"values": _evaluate_here(request.get("argv") or [], request.get("kwargs") or {{}})}}
+            except BaseException as exc:
+                reply = {{"error": f"{{type(exc).__name__}}: {{exc}}"}}
+            data = (json.dumps(reply) + "\\n").encode()
+            while data:
+                data = data[os.write(write, data):]
+            os._exit(0)
+        os.close(write)
+        chunks = []
+        while True:
+            chunk = os.read(read, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(read)
+        os.waitpid(pid, 0)
+        text = b"".join(chunks).decode() or json.dumps({{"error": "the evaluation died without a reply"}}) + "\\n"
+        replies.write(text if text.endswith("\\n") else text + "\\n")
+        replies.flush()
+
+
+_SINK = None  # serve()'s /dev/null, opened before the guard refuses writing opens
+
+
+def _evaluate_here(argv, kwargs):
+    """One evaluation in a process whose modules are already imported (a forked child of serve)."""
+    import _mantis_eval
+    import _mantis_guard
+
+    errors = _Tail()
+    status = 0
+    try:
+        sys.stdout, sys.stderr = _SINK, errors
+        _run(list(argv), kwargs)
+    except SystemExit as exc:
+        status = exc.code
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if _mantis_guard.VIOLATIONS:
+        raise PermissionError(_mantis_guard.VIOLATIONS[0])
+    if status not in (None, 0):
+        said = errors.last_line()
+        raise InputRejected(f"the program rejects this input (exit status {{status}})" + (f": {{said}}" if said else ""))
+    return {{fid: float(v) for fid, v in _mantis_eval.values().items()}}
+
+
+class _Tail:
+    """A stderr that keeps only its last 4000 characters (for the reason of a rejected input)."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return False
+
+    def write(self, text):
+        self.text = (self.text + text)[-4000:]
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def last_line(self):
+        lines = [line for line in self.text.strip().splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+
+def _run(argv, kwargs):
+    entry = ENTRY.strip()
     if entry.startswith("-m "):
+        import runpy
+
         module = entry[3:].strip()
         sys.argv = [module, *argv]
         sys.path.insert(0, HERE)
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     elif ":" in entry and not entry.endswith(".py"):
         import importlib
-        import inspect
 
         module, _, function = entry.partition(":")
         sys.argv = [entry, *argv]
         result = getattr(importlib.import_module(module), function)(**kwargs)
-        if inspect.isawaitable(result):
+        if hasattr(type(result), "__await__"):  # inspect.isawaitable, without importing inspect
             import asyncio
 
             async def wait():
@@ -1321,12 +1507,38 @@ def _run(argv, kwargs):
         path = os.path.join(ROOT, *entry.split("/"))
         sys.argv = [path, *argv]
         sys.path.insert(0, os.path.dirname(path))
-        runpy.run_path(path, run_name="__main__")
+        _run_script(path)
+
+
+_CODE = {{}}  # compiled entry scripts (serve() compiles before forking)
+
+
+def _run_script(path):
+    """``runpy.run_path(path, run_name="__main__")`` without importing runpy (milliseconds per evaluation)."""
+    import types
+
+    code = _CODE.get(path)
+    if code is None:
+        with open(path, "rb") as handle:
+            code = _CODE[path] = compile(handle.read(), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def main():
     """Command line: print the value for the input in sys.argv[1:]."""
     args = sys.argv[1:]
+    if args == ["--mantis-serve"]:
+        serve()
+        return
     kwargs = {{}}
     if ":" in ENTRY and not ENTRY.strip().startswith("-m ") and len(args) == 1 and args[0].lstrip().startswith("{{"):
         import json
@@ -1409,7 +1621,9 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
                                                encoding="utf-8")
     (out_dir / ENTRY_FILE).write_text(
         _EVALUATE_TEMPLATE.format(features_doc=doc, feature_ids=feature_ids, entry=result.entry,
-                                  root_parts=list(base_parts), modules=tuple(modules)), encoding="utf-8")
+                                  root_parts=list(base_parts), modules=tuple(modules),
+                                  preload=_preload(program, emission, entry_source, result.entry, to_write)),
+        encoding="utf-8")
     written += [f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", f"{VALUES_MODULE}.py", ENTRY_FILE]
     for name in (f"{EVAL_MODULE}.py", f"{GUARD_MODULE}.py", f"{VALUES_MODULE}.py", ENTRY_FILE):
         compile((out_dir / name).read_text(encoding="utf-8"), name, "exec")
@@ -1418,6 +1632,29 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
     return EmitReport(out_dir=out_dir, files=written, statements=stats, entry=result.entry,
                       criterion=result.criterion, command=[sys.executable, str(out_dir / ENTRY_FILE)],
                       warnings=warnings)
+
+
+def _preload(program: Program, emission: _Emission, entry_source: SourceFile, entry: str,
+             to_write: set[str]) -> tuple[str, ...]:
+    """Modules a warm evaluator imports before any input: the program modules the kept code imports,
+    except the entry's own module (it runs per input, as ``__main__`` or by name)."""
+    entry_module = entry_source.modname if not entry.strip().endswith(".py") else None
+    names = []
+    for stmt in entry_source.tree.body:  # what the entry imports from outside the program (argparse...)
+        if isinstance(stmt, ast.Import):
+            found = [alias.name for alias in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom) and not stmt.level and stmt.module:
+            found = [stmt.module]
+        else:
+            continue
+        names += [n for n in found if n.split(".")[0] not in program.by_module and n != "__future__"]
+    for path in sorted(to_write):
+        source = program.by_path[path]
+        name = source.modname
+        if not name or source.path == entry_source.path or name == entry_module:
+            continue
+        names.append(name)
+    return tuple(names)
 
 
 def _prepare_out_dir(out_dir: Path) -> None:

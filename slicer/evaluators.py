@@ -39,14 +39,22 @@ class EvaluatorError(Exception):
 class SliceSession:
     """One program, analysed once, sliced many times."""
 
-    def __init__(self, src: Path, entry: str) -> None:
-        self.program = Program.load(src)
+    def __init__(self, src: Path, entry: str, observed_calls=None, reuse: SliceSession | None = None) -> None:
+        """``observed_calls`` (a path, JSON document or hybrid.Observations) makes the slices hybrid:
+        call sites static inference left unresolved get their observed callees (see hybrid.py).
+        ``reuse``: another session of the same program whose program and call graph are shared."""
+        self.program = reuse.program if reuse is not None else Program.load(src)
         self.entry = entry
         started = time.perf_counter()
-        self.callgraph = build_call_graph(self.program, _entry_file(self.program, entry))
-        self.sdg = build_sdg(self.program, self.callgraph)
+        self.callgraph = reuse.callgraph if reuse is not None else build_call_graph(self.program, _entry_file(self.program, entry))
+        self.observed_calls = None
+        if observed_calls is not None:
+            from .hybrid import Observations
+
+            self.observed_calls = Observations.coerce(observed_calls)
+        self.sdg = build_sdg(self.program, self.callgraph, self.observed_calls)
         self.build_seconds = time.perf_counter() - started
-        self.features = {f["id"]: f for f in features_of(self.program)}
+        self.features = dict(reuse.features) if reuse is not None else {f["id"]: f for f in features_of(self.program)}
 
     def slice(self, feature_id: str) -> SliceResult:
         """The slice of one feature (raises EvaluatorError if its construct cannot be found)."""
@@ -151,14 +159,20 @@ def run_instrumented(src: Path, entry: str, inputs: list[list[str]], work: Path,
 
 _RUN_ALL = ("import json, sys; sys.path.insert(0, sys.argv[1]); import evaluate; "
             "print(json.dumps(evaluate.evaluate_all(sys.argv[2:])))")
+_RUN_ALL_KWARGS = ("import json, sys; sys.path.insert(0, sys.argv[1]); import evaluate; "
+                   "print(json.dumps(evaluate.evaluate_all(**json.loads(sys.argv[2]))))")
 
 
-def run_evaluator(out_dir: Path, args: list[str], cwd: Path, timeout: float = 600) -> tuple[dict[str, float], float]:
-    """Run an emitted evaluator in a fresh interpreter on one input; returns ({feature: value}, seconds of
-    wall time of the whole subprocess). Raises EvaluatorError when it fails or runs past ``timeout``."""
+def run_evaluator(out_dir: Path, args: list[str], cwd: Path, timeout: float = 600,
+                  kwargs: dict[str, Any] | None = None) -> tuple[dict[str, float], float]:
+    """Run an emitted evaluator in a fresh interpreter on one input (``args``, or ``kwargs`` for a
+    module:function entry); returns ({feature: value}, seconds of wall time of the whole subprocess).
+    Raises EvaluatorError when it fails or runs past ``timeout``."""
+    command = ([_RUN_ALL_KWARGS, str(Path(out_dir).resolve()), json.dumps(kwargs)] if kwargs is not None
+               else [_RUN_ALL, str(Path(out_dir).resolve()), *args])
     started = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", _RUN_ALL, str(Path(out_dir).resolve()), *args], cwd=cwd,
+        proc = subprocess.run([sys.executable, "-c", *command], cwd=cwd,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EvaluatorError(f"evaluator ran longer than {timeout:.3g} s") from None

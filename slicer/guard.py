@@ -13,6 +13,10 @@ only and never imports mantispy. :func:`install` patches, in this process:
   (multiprocessing's spawn);
 * the network: ``socket.socket.connect``, ``connect_ex`` and ``sendto``.
 
+``shutil``, ``subprocess`` and ``socket`` are patched only when already imported (so that an evaluation
+does not pay for importing them); an audit hook (``sys.addaudithook``, active only while installed)
+refuses the ``socket.connect``/``socket.sendto``/``subprocess.Popen`` events of modules imported later.
+
 Each of them raises ``PermissionError("mantispy evaluator: the slice tried to write <path>")`` (``run``,
 ``start a process``, ``connect to`` for the others) and appends the message to :data:`VIOLATIONS`, so the
 evaluator can fail loudly even when the program catches the exception. Reading stays allowed.
@@ -27,9 +31,6 @@ from __future__ import annotations
 import builtins
 import io
 import os
-import shutil
-import socket
-import subprocess
 import sys
 
 PREFIX = "mantispy evaluator: the slice tried to "
@@ -145,11 +146,18 @@ def install() -> list[Patch]:
     _patch(patches, os, "open", _guarded_os_open(os.open))
     for name in _OS_WRITES:
         _patch(patches, os, name, _file_writer(name, name in _OS_DESTINATION_SECOND))
-    for name in _SHUTIL_WRITES:
-        _patch(patches, shutil, name, _file_writer(name, name in _SHUTIL_DESTINATION_SECOND))
+    # shutil, subprocess and socket are patched only if the process already imported them (importing
+    # them costs milliseconds on every evaluation); shutil writes through the patched os and open anyway,
+    # and the audit hook below refuses processes and connections of modules imported later.
+    shutil = sys.modules.get("shutil")
+    if shutil is not None:
+        for name in _SHUTIL_WRITES:
+            _patch(patches, shutil, name, _file_writer(name, name in _SHUTIL_DESTINATION_SECOND))
     for name in _OS_PROCESSES:
         _patch(patches, os, name, _process_starter(name))
-    _patch(patches, subprocess.Popen, "_execute_child", _execute_child)
+    subprocess = sys.modules.get("subprocess")
+    if subprocess is not None:
+        _patch(patches, subprocess.Popen, "_execute_child", _execute_child)
     posixsubprocess = sys.modules.get("_posixsubprocess")
     if posixsubprocess is None:
         try:
@@ -158,13 +166,42 @@ def install() -> list[Patch]:
             posixsubprocess = None
     if posixsubprocess is not None:
         _patch(patches, posixsubprocess, "fork_exec", _fork_exec)
-    for name in _SOCKET_CALLS:
-        _patch(patches, socket.socket, name, _socket_call(name))
+    socket = sys.modules.get("socket")
+    if socket is not None:
+        for name in _SOCKET_CALLS:
+            _patch(patches, socket.socket, name, _socket_call(name))
+    global _active
+    if not _hooked:
+        _add_audit_hook()
+    _active = True
     return patches
+
+
+_active = False
+_hooked = False
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Refuses, while the guard is installed, what the patches cannot see: connections and processes of
+    modules imported after :func:`install` (audit hooks cannot be removed, so this one checks a flag)."""
+    if not _active:
+        return
+    if event in ("socket.connect", "socket.sendto"):
+        deny(f"connect to {args[-1]!r}")
+    elif event == "subprocess.Popen":
+        deny(f"start a process ({args[1]!r})")
+
+
+def _add_audit_hook() -> None:
+    global _hooked
+    sys.addaudithook(_audit)
+    _hooked = True
 
 
 def uninstall(patches: list[Patch]) -> None:
     """Undo :func:`install` (in reverse order)."""
+    global _active
+    _active = False
     for owner, name, original, had in reversed(patches):
         if had or not isinstance(owner, type):
             setattr(owner, name, original)

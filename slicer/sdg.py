@@ -71,6 +71,9 @@ class CallRecord:
     callees: list[ProcKey]
     text: str
     implicit: str | None = None  # "comprehension", "class-body", "import"
+    # how the callees of an unresolved site were found: "static" (resolved), "name-fallback" (every
+    # program function of that name), "observed" (the callees profiling saw it reach, see hybrid.py)
+    resolved: str = "static"
 
     @property
     def id(self) -> tuple:
@@ -87,9 +90,13 @@ def qualify(file: str, loc: tuple) -> tuple:
 class SDG:
     """Build with :func:`build_sdg`; slice with :mod:`slicing`."""
 
-    def __init__(self, program: Program, callgraph: CallGraph) -> None:
+    def __init__(self, program: Program, callgraph: CallGraph, observed=None) -> None:
         self.program = program
         self.callgraph = callgraph
+        # Hybrid slicing: observed calls (hybrid.Observations) resolve the sites inference could not;
+        # observed_sites: (file, line, col) -> {"site", "text", "callees", "instead_of"} for those sites.
+        self.observed = observed
+        self.observed_sites: dict[tuple[str, int, int], dict] = {}
         self.procs: dict[ProcKey, Procedure] = {}
         self.graph = nx.MultiDiGraph()
         self.calls_to: dict[ProcKey, list[CallRecord]] = defaultdict(list)
@@ -128,9 +135,11 @@ class SDG:
         return None
 
 
-def build_sdg(program: Program, callgraph: CallGraph) -> SDG:
-    """Build the whole-program SDG with its summary edges."""
-    sdg = SDG(program, callgraph)
+def build_sdg(program: Program, callgraph: CallGraph, observed=None) -> SDG:
+    """Build the whole-program SDG with its summary edges. With ``observed`` (a
+    :class:`hybrid.Observations`), call sites inference left unresolved get the callees profiling saw
+    them reach instead of the name-based fallback (hybrid slicing); resolved sites are never changed."""
+    sdg = SDG(program, callgraph, observed)
     _procedures(sdg)
     _resolve_calls(sdg)
     _local_effects(sdg)
@@ -188,14 +197,26 @@ def _resolve_calls(sdg: SDG) -> None:
             for site in own:
                 if _vertex_contains(proc, vertex, site.line, site.col):
                     callees = _callee_keys(sdg, site.callees)
+                    how = "static"
                     if not site.resolved:  # what inference missed may be any program code of that name
-                        callees += [c for c in _by_name(sdg, site) if c not in callees]
+                        seen = sdg.observed.callees_for(sdg, key, site) if sdg.observed is not None else None
+                        fallback = [c for c in _by_name(sdg, site) if c not in callees]
+                        if seen is None or set(seen) == set(fallback):
+                            callees += fallback
+                            how = "name-fallback"
+                        else:  # the callees profiling saw this site reach (its unit ran)
+                            sdg.observed_sites[(file, site.line, site.col)] = {
+                                "site": f"{file}:{site.line}:{site.col}", "text": site.text,
+                                "callees": [f"{f}:{q}" for f, q in seen],
+                                "instead_of": [f"{f}:{q}" for f, q in fallback], "_vertex": sdg.vertex(key, vertex.id)}
+                            callees += [c for c in seen if c not in callees]
+                            how = "observed"
                     if len(callees) < len(site.callees):  # some callee is outside: maybe a decorator's wrapper
                         for wrapped in _decorated_targets(sdg, proc, site):
                             if wrapped not in callees:
                                 callees.append(wrapped)
                     if callees:
-                        records.append(CallRecord(key, vertex.id, len(records), callees, site.text))
+                        records.append(CallRecord(key, vertex.id, len(records), callees, site.text, resolved=how))
             for child in proc.unit.children:
                 if child.kind == "comprehension" and _vertex_contains(proc, vertex, child.node.lineno, child.node.col_offset):
                     records.append(CallRecord(key, vertex.id, len(records), [(file, child.qualname)],
@@ -253,8 +274,13 @@ def _decorated_targets(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
             target = _module_binding(sdg, module, call.func.attr)
     if target is None:
         return []
-    node = sdg.procs[target].unit.node
-    return [target] if getattr(node, "decorator_list", None) else []
+    unit = sdg.procs[target].unit
+    if not getattr(unit.node, "decorator_list", None):
+        return []
+    if unit.kind == "class":  # calling a class (a @dataclass...) runs its constructor methods, never its body
+        methods = [(target[0], f"{target[1]}.{name}") for name in ("__new__", "__init__", "__post_init__")]
+        return [m for m in methods if m in sdg.procs]
+    return [target]
 
 
 def _call_node(proc: Procedure, site) -> ast.Call | None:
@@ -496,6 +522,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, loc), "control", "normal")
     sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, ARGS), "control", "normal")
     reaching = reaching_definitions(cfg, access)
+    result_only = _result_only_calls(proc)
     node = lambda vid: sdg.vertex(proc.key, vid)  # noqa: E731
     for vid in cfg.vertices:
         sdg.graph.add_node(node(vid))
@@ -509,7 +536,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
             if loc != ANY:
                 sources |= set(reaching[vid].get(ANY, ()))
             for d in sources:
-                for src in _def_sources(sdg, proc, d, loc, effects_def, entry):
+                for src in _def_sources(sdg, proc, d, loc, effects_def, entry, result_only):
                     if loc in direct_uses or ANY in acc.uses:
                         sdg.add_edge(src, node(vid), "data", loc)
                     for call in effects_use[vid].get(loc, []):
@@ -521,12 +548,14 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         sdg.add_edge(v, ain_args, "control", "call")
         for loc in proc.access[call.vertex].uses:
             for d in reaching[call.vertex].get(loc, ()):
-                for src in _def_sources(sdg, proc, d, loc, effects_def, entry):
+                for src in _def_sources(sdg, proc, d, loc, effects_def, entry, result_only):
                     sdg.add_edge(src, ain_args, "data", loc)
         for loc in _call_ref(sdg, call):
             sdg.add_edge(v, sdg.actual("ain", call, loc), "control", "call")
         for loc in [RET, *_call_mod(sdg, call), ARGMUT]:
             sdg.add_edge(v, sdg.actual("aout", call, loc), "control", "call")
+        if call.vertex in result_only:
+            continue  # what the statement defines depends on the returned value (see _def_sources), the call itself does not
         sdg.add_edge(sdg.actual("aout", call, RET), v, "data", RET)
     # Formal-outs: what reaches the exit.
     exit_reach = reaching[cfg.exit.id]
@@ -538,7 +567,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         sdg.graph.add_node(fout)
         sdg.add_edge(node(entry), fout, "control", "normal")
         for d in exit_reach.get(local, ()):
-            for src in _def_sources(sdg, proc, d, local, effects_def, entry):
+            for src in _def_sources(sdg, proc, d, local, effects_def, entry, result_only):
                 sdg.add_edge(src, fout, "data", loc)
     if proc.mutates_args:
         fout = sdg.formal("fout", proc.key, ARGMUT)
@@ -565,9 +594,35 @@ def _local_form(loc: tuple, file: str) -> tuple:
     return loc
 
 
-def _def_sources(sdg: SDG, proc: Procedure, d: int, loc: tuple, effects_def, entry: int) -> list[Node]:
+def _result_only_calls(proc: Procedure) -> dict[int, CallRecord]:
+    """Statements that make exactly one program call and only assign or discard what it returns
+    (``x = f(a)``, ``f(a)``, ``x += f(a)``): for them the call happening does not depend on the returned
+    value, only what the statement defines does. Slicing for a callee's parameters then keeps the call
+    without the callee's result (and whatever computes it); any other statement (a test, a return, a
+    nested program call) keeps depending on the result as a whole."""
+    per_vertex: dict[int, list[CallRecord]] = defaultdict(list)
+    for call in proc.calls:
+        per_vertex[call.vertex].append(call)
+    found: dict[int, CallRecord] = {}
+    for vid, calls in per_vertex.items():
+        if len(calls) != 1 or calls[0].implicit:
+            continue
+        stmt = proc.cfg.vertices[vid].node
+        if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            continue
+        # The call must be the whole value, and the only call in it: in ``f().g()`` or ``h(f())`` what f
+        # returns is consumed by other code (which may call back into the program) before any assignment.
+        if isinstance(stmt.value, ast.Call) and sum(isinstance(n, ast.Call) for n in ast.walk(stmt.value)) == 1:
+            found[vid] = calls[0]
+    return found
+
+
+def _def_sources(sdg: SDG, proc: Procedure, d: int, loc: tuple, effects_def, entry: int,
+                 result_only: dict[int, CallRecord] | None = None) -> list[Node]:
     """Who stands for definition ``d`` of ``loc``: the vertex, the formal-in, and/or the call's actual-outs."""
     sources: list[Node] = []
+    if result_only and d in result_only and (loc in proc.access[d].defs or loc == ANY):
+        sources.append(sdg.actual("aout", result_only[d], RET))
     file = proc.key[0]
     own = proc.access[d].defs
     if d == entry and loc not in own:

@@ -25,7 +25,7 @@ import ast
 from collections import deque
 from typing import Any
 
-from .dataflow import reaching_definitions  # noqa: F401 - re-exported for tests
+from .dataflow import RET, reaching_definitions  # noqa: F401 - reaching_definitions re-exported for tests
 from .sdg import SDG, Node, _local_form
 
 PASS1 = {"control", "data", "summary", "call", "param-in"}
@@ -42,12 +42,18 @@ def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
     to exist in the emitted program, so the headers join the criteria until nothing changes."""
     first: set[Node] = set()  # found by pass 1 (and so expanded by both passes)
     nodes: set[Node] = set()  # the slice so far
-    todo = set(criteria)
-    while todo:  # incremental: each round expands only what is new
+    todo = set(criteria)  # to expand with both passes
+    descend: set[Node] = set()  # to expand with pass 2 only
+    while todo or descend:  # incremental: each round expands only what is new
         new_first = _reach(sdg, todo, PASS1, first)
         first |= new_first
-        nodes |= new_first | _reach(sdg, new_first - nodes, PASS2, nodes | new_first)
-        todo = (_enclosing_headers(sdg, nodes) | _escaping_bodies(sdg, nodes) | _class_bodies(sdg, nodes)) - first
+        nodes |= new_first | _reach(sdg, (new_first - nodes) | descend, PASS2, nodes | new_first)
+        # Dunders and properties of kept classes that the program also calls explicitly are kept for the
+        # objects the slice already has: what they need is followed, but not up to their static call
+        # sites (those matter only if the slice already holds them).
+        ascend, descend = _escaping_bodies(sdg, nodes)
+        todo = (_enclosing_headers(sdg, nodes) | ascend | _class_bodies(sdg, nodes)) - first
+        descend -= nodes
     return nodes
 
 
@@ -64,21 +70,22 @@ def _class_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
     return extra
 
 
-def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
+def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]:
     """Bodies of functions the slice creates that code outside the program may call.
 
     A function no resolved call reaches, yet created by a kept statement, has escaped as a value
     (``type=convert``, ``key=lambda ...``, a callback stored away), and a dunder method or property of a
     kept class is called implicitly (``sorted`` calls ``__lt__``, ``for`` calls ``__iter__``): whatever
-    calls them is invisible to the call graph, so their whole bodies are kept."""
-    extra: set[Node] = set()
+    calls them is invisible to the call graph, so their whole bodies are kept. Returns (what to expand
+    with both passes, what with pass 2 only: bodies of implicit methods that also have static callers)."""
+    ascend: set[Node] = set()  # expanded by both passes
+    descend: set[Node] = set()  # by pass 2 only: never up along their static call edges
     for entry, creators, implicit, class_entry, uncalled, body in _function_facts(sdg):
         created = any(c in nodes for c in creators) or (implicit and class_entry in nodes)
         if created and (implicit or uncalled):
-            extra.add(entry)
-            extra.update(creators)
-            extra.update(body)
-    return extra
+            ascend.update(creators)
+            (ascend if uncalled else descend).update([entry, *body])
+    return ascend, descend
 
 
 def _function_facts(sdg: SDG) -> list[tuple]:
@@ -205,9 +212,23 @@ def criterion_nodes(sdg: SDG, feature: dict[str, Any]) -> set[Node]:
         found = vertices(lambda v: v.kind == "handler" and at(v.node))
     elif kind == "value":
         found = _value_criterion(sdg, feature)
+        found |= _returned_values(sdg, found)
     if not found:
         raise CriterionError(f"{feature['id']}: no program statement found for it at {file}:{line}")
     return found
+
+
+def _returned_values(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """The actual-out of the returned value of every call at these statements: ``x = f(a)`` defines x from
+    what f returns, which the statement vertex alone does not stand for (see sdg._result_only_calls)."""
+    extra: set[Node] = set()
+    for node in nodes:
+        if node[0] != "v":
+            continue
+        for call in sdg.procs[node[1]].calls:
+            if call.vertex == node[2]:
+                extra.add(sdg.actual("aout", call, RET))
+    return {n for n in extra if n in sdg.graph}
 
 
 def p_tree(sdg: SDG, file: str) -> ast.Module:
@@ -361,12 +382,14 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str) -> dict
                     "why": ("it runs code the criterion depends on: " + ", ".join(f"{f}:{q}" for f, q in reached))
                     if reached else "its result or effects reach the criterion (through summary edges)",
                     "implicit": call.implicit,
+                    "resolved": call.resolved,  # "static", "name-fallback" or "observed" (hybrid slicing)
                 })
     total = sum(len(p.cfg.statements()) for p in sdg.procs.values())
     kept_count = sum(1 for n in nodes if n[0] == "v" and sdg.procs[n[1]].cfg.vertices[n[2]].kind
                      not in ("entry", "exit", "raise-exit"))
-    unresolved = [str(u) for u in sdg.callgraph.unresolved
-                  if any(u.file == f and (u.line, u.col) >= s[:2] and (u.line, u.col) <= s[2:] for f, spans in kept.items() for s in spans)]
+    unresolved = [str(u) for u in sdg.callgraph.unresolved if (u.file, u.line, u.col) not in sdg.observed_sites
+                  and any(u.file == f and (u.line, u.col) >= s[:2] and (u.line, u.col) <= s[2:] for f, spans in kept.items() for s in spans)]
+    observed = _observed_in_slice(sdg, nodes)
     feature = features[0]
     return {
         "criterion": feature["id"],
@@ -383,4 +406,13 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str) -> dict
         "unresolved": unresolved,
         "statements_total": total,
         "statements_kept": kept_count,
+        **({"calls_observed": observed} if sdg.observed is not None else {}),
     }
+
+
+def _observed_in_slice(sdg: SDG, nodes: set[Node]) -> list[dict[str, Any]]:
+    """Hybrid slicing: the call sites of kept statements that were resolved by observed calls (their
+    static resolution failed), each with the observed callees and what the name fallback would have
+    given instead."""
+    return [{k: v for k, v in info.items() if not k.startswith("_")}
+            for _, info in sorted(sdg.observed_sites.items()) if info["_vertex"] in nodes]

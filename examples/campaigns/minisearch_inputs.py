@@ -17,8 +17,10 @@ GEN_QUERIES = HERE.parent / "minisearch" / "gen_queries.py"
 SHAPES = ("term", "multi", "boolean", "phrase", "prefix", "mixed")
 
 
-def generate(count: int = 60, seed: int = 1, out_dir: str = ".mantis/inputs/minisearch"):
-    """Yield ``count`` input records; their query files land in ``out_dir`` (relative to this folder)."""
+def generate(count: int = 60, seed: int = 1, out_dir: str = ".mantis/inputs/minisearch",
+             docs: tuple[int, ...] = (500, 1000, 2000, 3000)):
+    """Yield ``count`` input records; their query files land in ``out_dir`` (relative to this folder).
+    ``docs``: the corpus sizes to draw from."""
     rng = random.Random(seed)
     folder = HERE / out_dir
     folder.mkdir(parents=True, exist_ok=True)
@@ -35,7 +37,7 @@ def generate(count: int = 60, seed: int = 1, out_dir: str = ".mantis/inputs/mini
             )
         else:  # keep the random stream identical whether or not the file already exists
             rng.randint(3, 25)
-        argv = ["--docs", str(rng.choice((500, 1000, 2000, 3000))), "--queries", str(queries.relative_to(HERE)),
+        argv = ["--docs", str(rng.choice(tuple(docs))), "--queries", str(queries.relative_to(HERE)),
                 "--hits", str(rng.choice((5, 10, 20, 50))), "--fuzzy", str(rng.choice((0, 0, 0, 1)))]
         if rng.random() < 0.3:
             argv.append("--no-highlight")

@@ -108,6 +108,7 @@ def describe_features(model: dict[str, Any], manifest: dict[str, Any] | None) ->
                 "kind": feature["kind"],
                 "file": feature["file"],
                 "line": feature["span"][0],
+                "end_line": feature["span"][2],
                 "qualname": feature["qualname"],
                 "snippet": feature["snippet"],
                 "detail": feature["detail"],

@@ -36,6 +36,7 @@ class FitRequest:
     seed: int = 0
     exclude: tuple[str, ...] = ()
     sensitivity: bool = True
+    metrics_from: str = "instrumented"  # "original": metrics of the uninstrumented runs (calibration_runs = "all")
 
 
 def resolve_metric(name: str) -> str:
@@ -58,7 +59,7 @@ def relative_errors(predicted: np.ndarray, actual: np.ndarray) -> dict[str, floa
     return {"median_rel_error": float(np.median(errors)), "mean_rel_error": float(np.mean(errors)), "n": int(len(errors))}
 
 
-def _load(store: RunStore, campaign_name: str | None, metric: str):
+def _load(store: RunStore, campaign_name: str | None, metric: str, metrics_from: str = "instrumented"):
     campaigns = store.campaigns()
     if not campaigns:
         raise ModelingError(f"{store.path}: no campaign in the store; run mantispy profile first")
@@ -70,8 +71,11 @@ def _load(store: RunStore, campaign_name: str | None, metric: str):
         campaign = store.campaign(campaign_name)
         if campaign is None:
             raise ModelingError(f"{store.path}: no campaign {campaign_name!r}")
-    frame = store.dataframe(campaign)
+    frame = store.dataframe(campaign, metrics_from=metrics_from)
     if frame.empty:
+        if metrics_from != "instrumented":
+            raise ModelingError(f"{store.path}: campaign {campaign.name!r} has no {metrics_from} runs to take metrics "
+                                "from; profile with calibration_runs = \"all\"")
         raise ModelingError(f"{store.path}: campaign {campaign.name!r} has no successful runs to fit")
     column = f"metric:{metric}"
     if column not in frame.columns:
@@ -97,7 +101,7 @@ def _fit_eval(frame, columns, metric_col, train_ids, test_ids, request: FitReque
 def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest, log=lambda _m: None) -> dict[str, Any]:
     """Fit, evaluate and describe a model; returns the model JSON (see :mod:`artefact`)."""
     metric = resolve_metric(request.metric)
-    campaign, frame = _load(store, campaign_name, metric)
+    campaign, frame = _load(store, campaign_name, metric, request.metrics_from)
     metric_col = f"metric:{metric}"
     columns = _feature_columns(frame)
     if not columns:
@@ -120,6 +124,7 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
         "campaign": campaign.name,
         "source_hash": campaign.source_hash,
         "metric": metric,
+        "metrics_from": request.metrics_from,
         "seed": request.seed,
         "train_fraction": request.train_fraction,
         "train_inputs": train_ids,

@@ -1,0 +1,532 @@
+"""``mantispy build``: from a campaign spec to a predictor package (paper Fig. 1 and 2, §6.3 Table 1).
+
+instrument -> profile -> fit -> slice the selected features -> time each evaluator on training inputs ->
+reject the features whose evaluator costs more than ``max_cost`` of the program's run time, or that
+cannot be sliced faithfully -> refit without them -> repeat until every selected feature is cheap; then
+emit one combined evaluator for all selected features, validate the predictor on the held-out inputs and
+write the package (:mod:`mantispy.predictor`).
+
+Work that is already done is reused: the campaign's runs live in a store in the work folder (a rerun
+profiles only what is missing; a changed program source or spec starts the campaign over), and every
+feature's evaluator verdict is cached there under the source hash.
+
+Costs are measured, never guessed: an evaluator runs in a fresh interpreter, exactly as the predictor
+runs it, and its cost is its wall time minus that of an interpreter that does nothing (the start-up every
+evaluation pays once, reported separately), over the *uninstrumented* program's wall time on the same
+input. The models learn the uninstrumented program's metrics: the build profiles every input both
+instrumented (features) and uninstrumented (metrics), i.e. ``calibration_runs = "all"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, load_spec
+from mantispy.instrument.tree import InstrumentError
+from mantispy.modeling import artefact
+from mantispy.modeling.fitting import FitRequest, fit_campaign, resolve_metric, split_inputs
+from mantispy.modeling.spore import ModelingError
+from mantispy.profiler import environment_fingerprint, profile
+from mantispy.slicer.warm_client import WarmEvaluator
+from mantispy.store import RunStore, StoreError
+
+BUILD_FORMAT = "mantispy-build"
+BUILD_VERSION = 1
+DEFAULT_METRICS = ("wall_s", "cpu_s", "max_rss_kb")
+UNITS = {"wall_s": "s", "cpu_s": "s", "max_rss_kb": "KiB"}
+
+Log = Callable[[str], None]
+
+
+class BuildError(Exception):
+    """The build cannot go on; the message names the file or stage and what to do."""
+
+
+@dataclass
+class BuildOptions:
+    """What ``mantispy build`` was asked for."""
+
+    spec: Path
+    out: Path
+    work: Path | None = None  # default: <spec workdir>/.mantis/build-work/<campaign name>
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    max_cost: float = 0.05
+    train_fraction: float = 0.1
+    degree: int = 3
+    method: str = "lasso"
+    seed: int = 0
+    jobs: int = 1
+    max_rounds: int = 10
+    lookahead: int = 30  # features judged ahead per round with rejections (most correlated with the metric)
+    cost_inputs: int = 3
+    validate_inputs: int | None = None  # held-out inputs to validate on (None: all)
+    force: bool = False
+
+
+# ====================================================================== evaluator verdicts
+@dataclass
+class Verdict:
+    """One feature's evaluator, measured on the cost inputs."""
+
+    feature: str
+    status: str  # "cheap", "too expensive", "unsliceable", "evaluator disagrees"
+    cost_s: float | None = None  # median extra seconds over an idle interpreter
+    cost_fraction: float | None = None  # median of cost_s / the program's wall time, per input
+    detail: str = ""
+    statements_kept: int = 0
+
+    @property
+    def cheap(self) -> bool:
+        return self.status == "cheap"
+
+
+class CostMeter:
+    """Slices, emits and times single-feature evaluators, caching verdicts under the source hash."""
+
+    def __init__(self, session, spec: CampaignSpec, cost_inputs: list[dict[str, Any]], max_cost: float,
+                 median_wall_s: float, work: Path, source_hash: str, k: int, log: Log) -> None:
+        self.session = session
+        self.spec = spec
+        self.inputs = cost_inputs  # {"id", "argv", "kwargs", "wall_s", "features"}
+        self.max_cost = max_cost
+        self.median_wall_s = median_wall_s
+        self.budget_s = max_cost * median_wall_s  # what one feature's evaluator may cost
+        self.work = work
+        self.k = k
+        self.log = log
+        self.cache_path = work / "verdicts.json"
+        self.cache_key = (f"{source_hash}:{_slicer_fingerprint()}:{max_cost}:{median_wall_s:.6g}:"
+                          f"{','.join(i['id'] for i in cost_inputs)}")
+        self.verdicts: dict[str, Verdict] = {}
+        try:
+            cached = json.loads(self.cache_path.read_text())
+            if cached.get("key") == self.cache_key:
+                self.verdicts = {f: Verdict(**v) for f, v in cached["verdicts"].items()}
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+        self.idle_s = idle_interpreter_seconds(spec.workdir)
+
+    def verdict(self, feature: str) -> Verdict:
+        """The (cached) verdict of one feature."""
+        found = self.verdicts.get(feature)
+        if found is None:
+            found = self.verdicts[feature] = self._measure(feature)
+            self._save()
+        return found
+
+    def _save(self) -> None:
+        data = {"key": self.cache_key, "verdicts": {f: dataclasses.asdict(v) for f, v in self.verdicts.items()}}
+        tmp = self.cache_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.cache_path)
+
+    def _measure(self, feature: str) -> Verdict:
+        from mantispy.slicer.evaluators import EvaluatorError
+        from mantispy.slicer.warm_client import WarmError
+
+        out = self.work / "evaluators" / _safe_name(feature)
+        if out.exists():
+            shutil.rmtree(out)
+        try:
+            result, _ = self.session.emit(feature, out, self.k)
+        except EvaluatorError as exc:
+            return Verdict(feature, "unsliceable", detail=str(exc)[:500])
+        except RecursionError:
+            return Verdict(feature, "unsliceable", detail="the slicer ran out of recursion depth")
+        kept = result.statements_kept
+        costs = []
+        budget = self.budget_s
+        timeout = max(3 * budget, 0.15)
+        warm = WarmEvaluator(out)
+        try:
+            warm.start()
+            for item in self.inputs:
+                try:
+                    values, cost = warm.evaluate(item["argv"], item.get("kwargs"), cwd=str(self.spec.workdir),
+                                                 timeout=timeout)
+                    if cost <= 3 * budget:  # near the budget: once more, the quicker counts (shared machines)
+                        cost = min(cost, warm.evaluate(item["argv"], item.get("kwargs"), cwd=str(self.spec.workdir),
+                                                       timeout=timeout)[1])
+                except WarmError as exc:
+                    if exc.timed_out:
+                        return Verdict(feature, "too expensive", None, None,
+                                       f"still running after {timeout:.2f} s on input {item['id']} (budget "
+                                       f"{budget * 1000:.1f} ms)", kept)
+                    return Verdict(feature, "unsliceable", detail=f"input {item['id']}: evaluator fails: {exc}",
+                                   statements_kept=kept)
+                expected = float(item["features"].get(feature, 0.0))
+                got = values.get(feature, math.nan)
+                if not math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
+                    return Verdict(feature, "evaluator disagrees", detail=f"input {item['id']}: evaluator {got:g}, "
+                                   f"program {expected:g}", statements_kept=kept)
+                costs.append(cost)
+                if cost > 3 * budget:  # clearly over: the other inputs cannot save it
+                    break
+        except WarmError as exc:
+            return Verdict(feature, "unsliceable", detail=f"evaluator does not start: {exc}", statements_kept=kept)
+        finally:
+            warm.close()
+        cost_s = statistics.median(costs)
+        fraction = cost_s / self.median_wall_s
+        status = "cheap" if fraction <= self.max_cost else "too expensive"
+        detail = "" if status == "cheap" else f"{fraction:.1%} of the run time (limit {self.max_cost:.1%})"
+        shutil.rmtree(out, ignore_errors=True)
+        return Verdict(feature, status, cost_s, fraction, detail, kept)
+
+
+class Substitutes:
+    """Features that move together over the training runs (|Pearson r| >= ``threshold``): when one is
+    rejected, the next fit tends to pick another, so the cost loop judges them in the same round."""
+
+    def __init__(self, train, threshold: float = 0.95, limit: int = 8) -> None:
+        import numpy as np
+
+        columns = [c for c in train.columns if not c.startswith(("metric:", "input:"))
+                   and c not in ("input_id", "repeat", "status")]
+        values = train[columns].to_numpy(dtype=float)
+        spread = values.std(axis=0)
+        keep = spread > 0
+        self.columns = [c for c, k in zip(columns, keep) if k]
+        self.index = {c: n for n, c in enumerate(self.columns)}
+        self.z = (values[:, keep] - values[:, keep].mean(axis=0)) / spread[keep]
+        self.threshold = threshold
+        self.limit = limit
+        self.all_columns = columns
+
+    def most_correlated(self, target, count: int, skip: set[str]) -> list[str]:
+        """The ``count`` unjudged features whose |Pearson r| with ``target`` (one value per training
+        row) is largest."""
+        import numpy as np
+
+        y = np.asarray(target, dtype=float)
+        if count <= 0 or not len(self.z) or y.std() == 0:
+            return []
+        r = np.abs(self.z.T @ ((y - y.mean()) / y.std())) / len(y)
+        found = []
+        for m in np.argsort(-r):
+            name = self.columns[m]
+            if name not in skip:
+                found.append(name)
+                if len(found) >= count:
+                    break
+        return found
+
+    def of(self, feature: str, skip: set[str]) -> list[str]:
+        """Up to ``limit`` unjudged features most correlated with ``feature``."""
+        import numpy as np
+
+        n = self.index.get(feature)
+        if n is None or not len(self.z):
+            return []
+        r = np.abs(self.z.T @ self.z[:, n]) / len(self.z)
+        order = np.argsort(-r)
+        found = []
+        for m in order:
+            if r[m] < self.threshold or len(found) >= self.limit:
+                break
+            name = self.columns[m]
+            if name != feature and name not in skip:
+                found.append(name)
+        return found
+
+
+def _slicer_fingerprint() -> str:
+    """A digest of the slicer's and instrumentor's code: verdicts of another slicer are not reused."""
+    import hashlib
+
+    import mantispy.instrument
+    import mantispy.slicer
+
+    digest = hashlib.sha256()
+    for package in (mantispy.slicer, mantispy.instrument):
+        for path in sorted(Path(package.__file__).parent.glob("*.py")):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def idle_interpreter_seconds(cwd: Path, tries: int = 9) -> float:
+    """Wall time of a fresh interpreter that imports json and exits (what every evaluation pays)."""
+    best = math.inf
+    for _ in range(tries):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import json, sys"], cwd=cwd, check=True)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def _safe_name(feature: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in feature)[-120:]
+
+
+# ====================================================================== the build
+class Builder:
+    """One build: its spec, store, session and log."""
+
+    def __init__(self, options: BuildOptions, log: Log = lambda _m: None) -> None:
+        self.options = options
+        self.log = log
+        try:
+            spec = load_spec(options.spec)
+        except FileNotFoundError:
+            raise BuildError(f"{options.spec}: no such campaign spec; give the path of a TOML spec") from None
+        self.spec = dataclasses.replace(spec, calibration_runs=CALIBRATE_ALL)
+        self.work = Path(options.work or self.spec.workdir / ".mantis" / "build-work" / self.spec.name)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.metrics = tuple(resolve_metric(m) for m in options.metrics)
+        self.rounds: list[dict[str, Any]] = []
+
+    # -------------------------------------------------------------- stages
+    def run(self) -> dict[str, Any]:
+        """Every stage; returns the build record (build.json) after writing the package."""
+        from mantispy.predictor import validate, write_package
+        from mantispy.slicer.evaluators import SliceSession
+
+        out = Path(self.options.out)
+        _check_out(out, self.options.force)
+        store = RunStore(self.work / "mantis.db")
+        try:
+            campaign = self.profile(store)
+            self.log("analysing the program (call graph, system dependence graph, summary edges)")
+            session = SliceSession(self.spec.source_root, entry_string(self.spec))
+            frame = store.dataframe(campaign, metrics_from="original")
+            if frame.empty:
+                raise BuildError(f"{self.options.spec}: no input ran successfully both instrumented and not; "
+                                 "see mantispy runs --store " + str(store.path))
+            train_ids, test_ids = split_inputs(frame["input_id"].tolist(), self.options.train_fraction, self.options.seed)
+            train = frame[frame["input_id"].isin(train_ids)]
+            median_wall = float(train["metric:wall_s"].median())
+            meter = CostMeter(session, self.spec, self.cost_inputs(frame, train_ids), self.options.max_cost,
+                              median_wall, self.work, campaign.source_hash, int(self.spec.instrument.get("k", 5)),
+                              self.log)
+            self.log(f"evaluator budget: {self.options.max_cost:.1%} of the median run time {median_wall:.3f} s "
+                     f"= {meter.budget_s * 1000:.1f} ms per feature")
+            self.substitutes = Substitutes(train)
+            self.train_metric = {m: train[f"metric:{m}"].to_numpy() for m in self.metrics if f"metric:{m}" in train}
+            self.log(f"fresh interpreter start-up: {meter.idle_s * 1000:.1f} ms (a warm evaluator pays it once)")
+            models = {metric: self.cost_loop(store, campaign, metric, meter) for metric in self.metrics}
+            record = self.record(campaign, frame, models, meter)
+            validate(self, session, models, frame, test_ids, record, out)
+            write_package(self.work / "package", out, record, models)
+            return record
+        finally:
+            store.close()
+
+    def profile(self, store: RunStore):
+        """Profile (or finish profiling) the campaign into the work store."""
+        self.log(f"profiling {len(self.spec.inputs)} input(s) of {self.spec.name} (instrumented and original; "
+                 f"store {store.path})")
+        done = [0]
+
+        def progress(record) -> None:
+            done[0] += 1
+            if done[0] % 25 == 0:
+                self.log(f"  {done[0]} run(s) done")
+
+        try:
+            summary = profile(self.spec, store, jobs=self.options.jobs, resume=True, replace=True,
+                              on_result=progress, log=self.log)
+        except (StoreError, InstrumentError) as exc:
+            raise BuildError(str(exc)) from None
+        self.log(f"profiling: {summary.executed} run(s) executed, {summary.skipped} reused from the store")
+        campaign = store.campaign(self.spec.name)
+        assert campaign is not None
+        return campaign
+
+    def cost_inputs(self, frame, train_ids: list[str]) -> list[dict[str, Any]]:
+        """Training inputs to time evaluators on: the fastest, the median and the slowest (by wall time)."""
+        train = frame[(frame["input_id"].isin(train_ids)) & (frame["repeat"] == 0)].sort_values("metric:wall_s")
+        n = min(self.options.cost_inputs, len(train))
+        picks = sorted({round(i * (len(train) - 1) / max(n - 1, 1)) for i in range(n)})
+        records = {r.id: r for r in self.spec.inputs}
+        feature_columns = [c for c in frame.columns if not c.startswith(("metric:", "input:"))
+                           and c not in ("input_id", "repeat", "status")]
+        chosen = []
+        for pos in picks:
+            row = train.iloc[pos]
+            rec = records[row["input_id"]]
+            chosen.append({"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs,
+                           "wall_s": float(row["metric:wall_s"]),
+                           "features": {c: float(row[c]) for c in feature_columns if row[c] != 0}})
+        return chosen
+
+    def cost_loop(self, store: RunStore, campaign, metric: str, meter: CostMeter) -> dict[str, Any]:
+        """Fit, reject the features whose evaluators are too costly or unfaithful, refit; the final model.
+
+        Each round judges the selected features; when some are rejected it also judges, ahead of the next
+        fit, their close substitutes and the unjudged features that correlate most with the metric (the
+        ones the next fits would reach for), so the loop needs few rounds. When the rounds run out, or a
+        refit after rejections selects nothing, the last fit is restricted to the features judged cheap."""
+        ahead = self.substitutes.most_correlated(self.train_metric[metric], self.options.lookahead,
+                                                 skip=set(meter.verdicts))
+        for feature in ahead:
+            meter.verdict(feature)
+        if ahead:
+            self.rounds.append(_round(0, metric, {}, [meter.verdicts[f] for f in ahead], lookahead=True))
+            self.log(f"{metric}: judged the {len(ahead)} unjudged feature(s) most correlated with it first: "
+                     f"{sum(meter.verdicts[f].cheap for f in ahead)} cheap")
+        excluded: set[str] = {f for f, v in meter.verdicts.items() if not v.cheap}
+        had_rejections = bool(excluded)  # known-bad features from earlier metrics or builds
+        model: dict[str, Any] = {}
+        restricted = False
+        for number in range(1, self.options.max_rounds + 1):
+            model = self.fit(store, campaign, metric, excluded, sensitivity=False)
+            selected = sorted(model["scaling"])
+            verdicts = [meter.verdict(f) for f in selected]
+            rejected = [v for v in verdicts if not v.cheap]
+            self.rounds.append(_round(number, metric, model, verdicts))
+            self.log(_round_line(self.rounds[-1]))
+            if not rejected:
+                restricted = not selected and had_rejections
+                break
+            had_rejections = True
+            excluded |= {v.feature for v in rejected}
+            ahead = [other for v in rejected for other in self.substitutes.of(v.feature, skip=excluded | set(meter.verdicts))]
+            ahead += self.substitutes.most_correlated(self.train_metric[metric], self.options.lookahead,
+                                                      skip=excluded | set(meter.verdicts) | set(ahead))
+            for other in ahead:
+                if not meter.verdict(other).cheap:
+                    excluded.add(other)
+            self.rounds[-1]["judged_ahead"] = _round(number, metric, {}, [meter.verdicts[f] for f in ahead])
+            self.log(f"    judged {len(ahead)} more feature(s) ahead: "
+                     f"{sum(meter.verdicts[f].cheap for f in ahead)} cheap")
+        else:
+            restricted = True
+        if restricted:
+            cheap = {f for f, v in meter.verdicts.items() if v.cheap}
+            excluded = set(self.substitutes.all_columns) - cheap
+            self.log(f"{metric}: refitting on the {len(cheap)} feature(s) judged cheap, and nothing else")
+            model = self.fit(store, campaign, metric, excluded, sensitivity=False)
+            verdicts = [meter.verdict(f) for f in sorted(model["scaling"])]
+            self.rounds.append(_round(len([r for r in self.rounds if r["metric"] == metric and not r["lookahead"]]) + 1,
+                                      metric, model, verdicts))
+            self.log(_round_line(self.rounds[-1]))
+        final = self.fit(store, campaign, metric, excluded, sensitivity=True)
+        if sorted(final["scaling"]) != sorted(model["scaling"]):  # the same data and settings: must agree
+            raise BuildError(f"{metric}: the final fit chose other features than the cost loop's last round")
+        return final
+
+    def fit(self, store: RunStore, campaign, metric: str, excluded: set[str], sensitivity: bool) -> dict[str, Any]:
+        request = FitRequest(metric=metric, degree=self.options.degree, train_fraction=self.options.train_fraction,
+                             method=self.options.method, seed=self.options.seed, exclude=tuple(sorted(excluded)),
+                             sensitivity=sensitivity, metrics_from="original")
+        try:
+            return fit_campaign(store, campaign.name, request)
+        except ModelingError as exc:
+            raise BuildError(f"{metric}: {exc}") from None
+
+    # -------------------------------------------------------------- the record
+    def record(self, campaign, frame, models: dict[str, dict[str, Any]], meter: CostMeter) -> dict[str, Any]:
+        """build.json without the validation (filled in by :func:`mantispy.predictor.validate`)."""
+        machine = environment_fingerprint()
+        features = []
+        for fid in sorted({f for m in models.values() for f in m["scaling"]}):
+            verdict = meter.verdicts[fid]
+            info = next(m["features"][fid] for m in models.values() if fid in m.get("features", {}))
+            features.append({
+                "id": fid, "kind": info.get("kind"), "file": info.get("file"), "line": info.get("line"),
+                "qualname": info.get("qualname"), "snippet": info.get("snippet"), "detail": info.get("detail"),
+                "metrics": [m for m, model in models.items() if fid in model["scaling"]],
+                "cost_s": verdict.cost_s, "cost_fraction": verdict.cost_fraction,
+                "source": _source_context(self.spec.source_root, info.get("file"), info.get("line"), info.get("end_line")),
+            })
+        return {
+            "format": BUILD_FORMAT, "version": BUILD_VERSION,
+            "name": self.spec.name, "entry": entry_string(self.spec), "entry_kind": self.spec.entry.kind,
+            "source": str(self.spec.source_root), "source_hash": campaign.source_hash,
+            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "machine": {"cpu": machine.get("cpu_model"), "cores": machine.get("cpu_count"),
+                        "python": machine.get("python"), "platform": machine.get("platform")},
+            "options": {"max_cost": self.options.max_cost, "train_fraction": self.options.train_fraction,
+                        "metrics": list(self.metrics), "degree": self.options.degree, "seed": self.options.seed,
+                        "method": self.options.method, "max_rounds": self.options.max_rounds,
+                        "cost_inputs": [i["id"] for i in meter.inputs]},
+            "campaign": {"name": campaign.name, "inputs": int(frame["input_id"].nunique()), "runs": int(len(frame)),
+                         "raw_features": sum(1 for c in frame.columns if not c.startswith(("metric:", "input:"))
+                                             and c not in ("input_id", "repeat", "status")),
+                         "median_wall_s": float(frame["metric:wall_s"].median()),
+                         "overhead": campaign.calibration},
+            "idle_interpreter_s": meter.idle_s,
+            "metrics": {m: {"unit": UNITS.get(m, ""), "model": model} for m, model in models.items()},
+            "rounds": self.rounds,
+            "features": features,
+            "verdicts": {f: dataclasses.asdict(v) for f, v in sorted(meter.verdicts.items())},
+        }
+
+
+def _round(number: int, metric: str, model: dict[str, Any], verdicts: list[Verdict],
+           lookahead: bool = False) -> dict[str, Any]:
+    """One row of the cost loop's log (paper Table 1). ``lookahead``: features judged before any fit
+    (round 0: the unjudged features most correlated with the metric), not selected by a model."""
+    test = model.get("evaluation", {}).get("test", {})
+    return {
+        "lookahead": lookahead,
+        "round": number, "metric": metric, "selected": [v.feature for v in verdicts],
+        "accepted": [{"feature": v.feature, "cost_s": v.cost_s, "cost_fraction": v.cost_fraction}
+                     for v in verdicts if v.cheap],
+        "rejected": [{"feature": v.feature, "reason": v.status, "detail": v.detail, "cost_s": v.cost_s,
+                      "cost_fraction": v.cost_fraction} for v in verdicts if not v.cheap],
+        "median_rel_error": test.get("median_rel_error"),
+        "terms": len(model.get("terms", [])),
+    }
+
+
+def _round_line(row: dict[str, Any]) -> str:
+    error = row["median_rel_error"]
+    text = (f"{row['metric']} round {row['round']}: {len(row['selected'])} feature(s) selected, "
+            f"{len(row['rejected'])} rejected; held-out median error "
+            + (f"{error:.1%}" if error is not None else "n/a"))
+    for rej in row["rejected"][:6]:
+        text += f"\n    rejected {rej['feature']}: {rej['reason']}" + (f" ({rej['detail']})" if rej["detail"] else "")
+    if len(row["rejected"]) > 6:
+        text += f"\n    ... and {len(row['rejected']) - 6} more"
+    return text
+
+
+def entry_string(spec: CampaignSpec) -> str:
+    """The entry as the slicer takes it: ``main.py``, ``-m pkg.cli`` or ``pkg.mod:function``."""
+    if spec.entry.kind == "module":
+        return f"-m {spec.entry.target}"
+    return spec.entry.target
+
+
+def _source_context(root: Path, file: str | None, line: int | None, end_line: int | None,
+                    around: int = 3) -> dict[str, Any] | None:
+    if not file or not line:
+        return None
+    path = Path(root) / file if Path(root).is_dir() else Path(root)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    end = end_line or line
+    first = max(line - around, 1)
+    last = min(end + around, len(lines))
+    return {"first_line": first, "lines": lines[first - 1:last], "highlight": [line, end]}
+
+
+def _check_out(out: Path, force: bool) -> None:
+    """The package folder may be new, empty, or an earlier predictor (replaced at the end)."""
+    if out.exists() and not out.is_dir():
+        raise BuildError(f"{out}: exists and is not a folder; choose another -o")
+    if out.is_dir() and any(out.iterdir()) and not (out / "build.json").is_file() and not force:
+        raise BuildError(f"{out}: not empty and not an earlier predictor; choose an empty folder or pass --force")
+
+
+def build(options: BuildOptions, log: Log = lambda _m: None) -> dict[str, Any]:
+    """Run ``mantispy build``; returns the build record also written to ``OUT/build.json``."""
+    return Builder(options, log).run()
+
+
+__all__ = ["BuildError", "BuildOptions", "Builder", "Verdict", "CostMeter", "build", "entry_string",
+           "idle_interpreter_seconds", "artefact"]

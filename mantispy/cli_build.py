@@ -1,0 +1,161 @@
+"""The product verbs of the command line: ``build``, ``predict`` and ``report`` (registered on the
+``mantispy`` group by :mod:`mantispy.cli`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+def _user_error():
+    from mantispy.cli import UserError
+
+    return UserError
+
+
+@click.command()
+@click.argument("spec_file", metavar="SPEC", type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="The predictor package folder, e.g. predictors/NAME.")
+@click.option("--work", type=click.Path(path_type=Path), default=None, help="Where the store, evaluators and caches live (default: <workdir>/.mantis/build-work/<name>).")
+@click.option("--metric", "metrics", multiple=True, default=("wall", "cpu", "rss"), show_default=True, help="Metrics to model (wall, cpu, rss or a stored name). Repeatable.")
+@click.option("--max-cost", default=0.05, show_default=True, type=click.FloatRange(0, 10, min_open=True), help="Largest evaluator cost accepted, as a fraction of the program's run time.")
+@click.option("--train-fraction", default=0.1, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), help="Inputs used for training; the rest validate.")
+@click.option("--degree", default=3, show_default=True, type=click.IntRange(1, 5), help="Polynomial degree.")
+@click.option("--method", type=click.Choice(["lasso", "foba"]), default="lasso", show_default=True)
+@click.option("--seed", default=0, show_default=True, help="Seed of the train/test split and the CV folds.")
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 256), help="Profiling runs at once.")
+@click.option("--max-rounds", default=10, show_default=True, type=click.IntRange(1, 100), help="Cost-loop rounds before refitting on known-cheap features only.")
+@click.option("--lookahead", default=30, show_default=True, type=click.IntRange(0, 10000), help="Features judged ahead of each fit (those most correlated with the metric).")
+@click.option("--cost-inputs", default=3, show_default=True, type=click.IntRange(1, 50), help="Training inputs each evaluator is timed on.")
+@click.option("--validate", "validate_inputs", default=None, type=click.IntRange(1), help="Validate on at most this many held-out inputs (default: all).")
+@click.option("--force", is_flag=True, help="Write into OUT even if it is not empty and not an earlier predictor.")
+def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
+          degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
+          validate_inputs: int | None, force: bool) -> None:
+    """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
+    from mantispy.build import BuildError, BuildOptions
+    from mantispy.build import build as run_build
+    from mantispy.campaign import SpecError
+    from mantispy.store import StoreError
+
+    options = BuildOptions(spec=spec_file, out=out, work=work, metrics=metrics, max_cost=max_cost,
+                           train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
+                           max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force)
+    try:
+        record = run_build(options, log=lambda m: click.echo(m, err=True))
+    except (BuildError, SpecError, StoreError) as exc:
+        raise _user_error()(str(exc)) from None
+    print_validation(record)
+    click.echo(f"predictor written to {out}: mantispy predict {out} -- ARGS...  |  mantispy report {out} -o report.html")
+
+
+def print_validation(record: dict) -> None:
+    """The build's closing table: accuracy per metric beside the black box, and the evaluator's cost."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{record['name']}: held-out validation ({record['metrics'][next(iter(record['metrics']))]['validation']['n']} inputs)")
+    for column in ("metric", "median error", "mean error", "black-box median", "black-box mean", "features"):
+        table.add_column(column, justify="right" if column != "metric" else "left")
+    for metric, data in record["metrics"].items():
+        v = data["validation"]
+        bb = v["blackbox"]
+        pct = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
+        table.add_row(metric, pct(v["median_rel_error"]), pct(v["mean_rel_error"]),
+                      pct(bb.get("median_rel_error")) if bb.get("available") else "n/a",
+                      pct(bb.get("mean_rel_error")) if bb.get("available") else "n/a",
+                      str(len(data["model"]["scaling"])))
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    console.print(table)
+    ev = record["evaluator"]
+    fid = ev["fidelity"]
+    if ev["median_fraction"] is not None:
+        cold = ev.get("cold_median_fraction")
+        console.print(f"evaluator cost: median {ev['median_fraction']:.1%} of the run time (max {ev['max_fraction']:.1%}) "
+                      f"with a warm evaluator (started once, in {ev['warm_startup_s']:.2f} s); "
+                      + (f"{cold:.1%} in a fresh interpreter each time; " if cold is not None else "")
+                      + f"{ev['statements_kept']} of {ev['statements_total']} statements kept")
+    console.print(f"evaluator fidelity: {fid['agreed']} of {fid['inputs'] * fid['features']} feature values agree with the "
+                  f"instrumented program on {fid['inputs']} held-out input(s)"
+                  + (f"; {len(ev['failures'])} input(s) failed" if ev["failures"] else ""))
+    fits = [r for r in record["rounds"] if not r.get("lookahead")]
+    judged = len(record.get("verdicts", {}))
+    console.print(f"cost loop: {len(fits)} fit round(s) (" + ", ".join(
+        f"{m}: {sum(1 for r in fits if r['metric'] == m)}" for m in record["metrics"]) + f"); {judged} evaluator(s) judged, "
+        f"{sum(1 for v in record.get('verdicts', {}).values() if v['status'] == 'cheap')} cheap")
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("predictor", type=click.Path(path_type=Path))
+@click.option("--kwargs", "kwargs_json", default=None, metavar="JSON", help="Keyword arguments of a module:function entry, as a JSON object.")
+@click.option("--cwd", type=click.Path(path_type=Path), default=None, help="Folder the program would run in (relative input paths).")
+@click.option("--timeout", type=float, default=None, help="Seconds the evaluator may run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the estimates as JSON.")
+@click.option("--extrapolate", is_flag=True, help="Estimate even when a feature lies far outside its training range.")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def predict(predictor: Path, kwargs_json: str | None, cwd: Path | None, timeout: float | None, as_json: bool,
+            extrapolate: bool, args: tuple[str, ...]) -> None:
+    """Estimate the program's metrics for one input: mantispy predict predictors/NAME -- ARGS..."""
+    UserError = _user_error()
+    module = load_predictor(predictor)
+    kwargs = {}
+    if kwargs_json is not None:
+        try:
+            kwargs = json.loads(kwargs_json)
+        except ValueError as exc:
+            raise UserError(f"--kwargs: not JSON ({exc}); give an object like '{{\"n\": 3}}'") from None
+        if not isinstance(kwargs, dict):
+            raise UserError("--kwargs: give a JSON object like '{\"n\": 3}'")
+    argv = list(args[1:] if args and args[0] == "--" else args)
+    try:
+        # One prediction: a fresh interpreter costs less than starting a warm evaluator.
+        estimates = module.predict(None if module.ENTRY_KIND == "callable" else argv, cwd=cwd, timeout=timeout,
+                                   extrapolate=extrapolate, warm=False, **kwargs)
+    except module.PredictionError as exc:
+        raise UserError(f"{predictor}: {exc}") from None
+    if as_json:
+        click.echo(json.dumps(estimates))
+        return
+    units = {"wall_s": "s", "cpu_s": "s", "max_rss_kb": "KiB"}
+    for metric, value in estimates.items():
+        click.echo(f"{metric:12} {value:.6g} {units.get(metric, '')}".rstrip())
+
+
+def load_predictor(folder: Path):
+    """Import a predictor package from its folder (under a private module name)."""
+    import importlib.util
+
+    UserError = _user_error()
+    init = Path(folder) / "__init__.py"
+    if not init.is_file() or not (Path(folder) / "models.json").is_file():
+        raise UserError(f"{folder}: not a predictor package (no __init__.py / models.json); make one with mantispy build")
+    name = "_mantispy_predictor_" + "".join(c if c.isalnum() else "_" for c in str(Path(folder).resolve()))
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(folder)])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@click.command()
+@click.argument("predictor", type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out", default=Path("report.html"), show_default=True, type=click.Path(path_type=Path), help="HTML file to write.")
+def report(predictor: Path, out: Path) -> None:
+    """Write a static HTML report of a predictor build (scatter plots, λ path, features, rounds, costs)."""
+    from mantispy.report import ReportError, write_report
+
+    try:
+        path = write_report(predictor, out)
+    except ReportError as exc:
+        raise _user_error()(str(exc)) from None
+    click.echo(f"report written to {path}")
+
+
+def register(group: click.Group) -> None:
+    """Add the verbs to the ``mantispy`` group."""
+    for command in (build, predict, report):
+        group.add_command(command)

@@ -1,0 +1,404 @@
+"""Hybrid slicing (issue 6, beyond the paper): observed calls resolve what static inference cannot.
+
+Profiling can record which callee each call site of the program actually reached
+(:mod:`mantispy.runtime.observed_calls`, once per site/callee pair). :class:`Observations` reads those
+records and, given to the SDG builder (``SliceSession(src, entry, observed_calls=...)``), changes only
+the call sites the static call graph left *unresolved* (``CallGraph.unresolved``): instead of the
+conservative name-based fallback (every program function of that name), such a site calls
+
+* the callees observed at that site (its exact ``ast.Call`` span), plus
+* generator functions of the name the site calls (``f`` in ``x.f(...)``) that ran although their
+  creating call was not seen (3.11 cannot see generator creation; see the recorder),
+
+provided the code unit holding the site ran in the observed runs; a site in a unit that never ran keeps
+the name-based fallback. Resolved edges are never dropped, and partly resolved sites keep their static
+callees. A site whose unit ran but that reached no program code gets no program callee.
+
+Observed behaviour is not proof: an input that takes a path no observed run took may reach a callee
+never observed. :func:`validate_hybrid` therefore runs every hybrid evaluator on held-out inputs (inputs
+whose runs contributed no observations) against the instrumented program, and a hybrid slice that
+disagrees falls back to the static slice, with the reason recorded.
+
+Observations recorded on an instrumented build (``mantispy run OUT --observed-calls FILE``) are in the
+build's coordinates; :func:`build_to_source` maps them to the source's (instrumentation only adds probe
+calls, so the program's own calls keep their order: the i-th non-probe ``ast.Call`` of the build is the
+i-th ``ast.Call`` of the source).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+import shlex
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mantispy.runtime import observed_calls as recorder
+
+SiteKey = tuple[str, int, int, int, int]  # file, line, col, end line, end col (ast coordinates)
+CodeKey = tuple[str, str, int]  # file, co_qualname, co_firstlineno
+
+
+class ObservationsError(Exception):
+    """An observations file cannot be read or does not fit the program."""
+
+
+# ---------------------------------------------------------------------- observations
+@dataclass
+class Observations:
+    """Observed (call site, callee) pairs of a program, as :mod:`mantispy.runtime.observed_calls`
+    writes them (in the source's coordinates)."""
+
+    calls: dict[SiteKey, set[CodeKey]] = field(default_factory=dict)
+    started: set[CodeKey] = field(default_factory=set)
+    uncreated: set[CodeKey] = field(default_factory=set)
+    files: dict[str, str] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)  # input ids of a profiling campaign, if any
+    origin: str = ""
+
+    @classmethod
+    def load(cls, path: str | Path) -> Observations:
+        """Read an observations JSON file."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ObservationsError(f"{path}: cannot read observed calls ({exc}); record them with "
+                                    "mantispy run ... --observed-calls FILE or mantispy profile --observe-calls") from None
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], origin: str = "") -> Observations:
+        if data.get("format") != recorder.FORMAT or int(data.get("version", 0)) != recorder.VERSION:
+            raise ObservationsError(f"{origin or 'observations'}: not a {recorder.FORMAT} version {recorder.VERSION} file")
+        calls: dict[SiteKey, set[CodeKey]] = defaultdict(set)
+        for c in data.get("calls", []):
+            calls[(c[0], int(c[1]), int(c[2]), int(c[3]), int(c[4]))].add((c[5], c[6], int(c[7])))
+        return cls(dict(calls), {(s[0], s[1], int(s[2])) for s in data.get("started", [])},
+                   {(s[0], s[1], int(s[2])) for s in data.get("uncreated", [])}, dict(data.get("files", {})),
+                   list(data.get("runs", [])), list(data.get("inputs", [])), origin)
+
+    @classmethod
+    def coerce(cls, value: Any) -> Observations:
+        """An Observations from itself, a path, or a JSON document."""
+        if isinstance(value, Observations):
+            return value
+        if isinstance(value, dict):
+            return cls.from_dict(value)
+        return cls.load(value)
+
+    def observed_argv(self) -> list[list[str]]:
+        """The program arguments of every run that contributed observations."""
+        return [list(r.get("argv", [])) for r in self.runs]
+
+    def contributed(self, args: list[str]) -> bool:
+        """Did a run with these program arguments contribute observations (then it is not held out)?"""
+        return any(list(args) == argv for argv in self.observed_argv())
+
+    # ------------------------------------------------------------------ used by sdg._resolve_calls
+    def callees_for(self, sdg, proc_key: tuple[str, str], site) -> list[tuple[str, str]] | None:
+        """Program callees of an unresolved call site according to the observations (procedure keys),
+        or None when no observation covers the site (its unit never ran, or its file changed)."""
+        bound = _bind(self, sdg)
+        if proc_key[0] in bound.stale or not _ran(sdg, bound, proc_key):
+            return None
+        found = list(bound.calls.get((site.file, site.line, site.col, site.end_line, site.end_col), ()))
+        if bound.uncreated:  # generator functions that ran, created by calls nobody saw (3.11)
+            name = _called_name(sdg, bound, site)
+            found += [c for c in sorted(bound.uncreated) if c not in found and _short_name(c[1]) == name]
+        return found
+
+
+@dataclass
+class _Bound:
+    calls: dict[SiteKey, list[tuple[str, str]]]
+    ran: set[tuple[str, str]]
+    uncreated: set[tuple[str, str]]
+    stale: set[str]
+    call_nodes: dict[str, dict[tuple[int, int, int, int], ast.Call]] = field(default_factory=dict)
+
+
+def _short_name(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1].split("@")[0]
+
+
+def _called_name(sdg, bound: _Bound, site) -> str | None:
+    """The name a call site calls: ``f`` in ``f(...)`` and in ``a.b().f(...)``; None for other callees."""
+    nodes = bound.call_nodes.get(site.file)
+    if nodes is None:
+        source = sdg.program.by_path.get(site.file)
+        nodes = {} if source is None else {(n.lineno, n.col_offset, n.end_lineno, n.end_col_offset): n
+                                           for n in ast.walk(source.tree) if isinstance(n, ast.Call)}
+        bound.call_nodes[site.file] = nodes
+    call = nodes.get((site.line, site.col, site.end_line, site.end_col))
+    if call is None:
+        return None
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _bind(obs: Observations, sdg) -> _Bound:
+    """The observations in terms of one SDG's procedure keys (computed once per SDG)."""
+    cached = sdg.__dict__.get("_observed_bound")
+    if cached is not None and cached[0] is obs:
+        return cached[1]
+    hashes = {f.path: f.sha256 for f in sdg.program.files}
+    stale = {f for f, digest in obs.files.items() if f in hashes and digest and digest != hashes[f]}
+    index: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for key in sdg.procs:
+        index[(key[0], re.sub(r"@\d+", "", key[1]))].append(key)
+
+    def keys(code: CodeKey) -> list[tuple[str, str]]:
+        file, qualname, line = code
+        if file in stale:
+            return []
+        found = index.get((file, qualname.replace(".<locals>", "")), [])
+        if len(found) > 1:
+            at_line = [k for k in found if line in _unit_lines(sdg.procs[k].unit)]
+            found = at_line or found
+        return found
+
+    calls: dict[SiteKey, list[tuple[str, str]]] = {}
+    for site, callees in obs.calls.items():
+        if site[0] not in stale:
+            calls[site] = sorted({k for c in callees for k in keys(c)})
+    ran = {k for c in obs.started for k in keys(c)}
+    uncreated = {k for c in obs.uncreated for k in keys(c)}
+    bound = _Bound(calls, ran, uncreated, stale)
+    sdg.__dict__["_observed_bound"] = (obs, bound)
+    return bound
+
+
+def _unit_lines(unit) -> set[int]:
+    node = unit.node
+    if unit.kind == "module":
+        return {0, 1}
+    lines = {node.lineno}
+    lines.update(d.lineno for d in getattr(node, "decorator_list", []))
+    return lines
+
+
+def _ran(sdg, bound: _Bound, key: tuple[str, str]) -> bool:
+    """Did the unit run? A comprehension counts as run when its enclosing unit ran (3.12+ inlines list,
+    set and dict comprehensions into it: they have no code object of their own)."""
+    unit = sdg.procs[key].unit
+    while True:
+        if (key[0], unit.qualname) in bound.ran:
+            return True
+        if unit.kind != "comprehension" or unit.parent is None:
+            return False
+        unit = unit.parent
+
+
+# ---------------------------------------------------------------------- build -> source coordinates
+def _is_probe(call: ast.Call) -> bool:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id.startswith("_mantis_")
+
+
+def _calls_in_order(tree: ast.AST, skip_probes: bool) -> list[ast.Call]:
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and not (skip_probes and _is_probe(n))]
+    return sorted(calls, key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))
+
+
+def _units_in_order(tree: ast.AST) -> list[ast.AST]:
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
+             ast.DictComp, ast.GeneratorExp)
+    units = [n for n in ast.walk(tree) if isinstance(n, kinds)]
+    return sorted(units, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _first_line(node: ast.AST) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+
+_SAME: dict = {}  # a file copied unchanged into the build: same coordinates
+
+
+def build_to_source(raw: dict[str, Any], build: Path, log=lambda _m: None) -> dict[str, Any]:
+    """Observations recorded on an instrumented build (``mantispy instrument`` output) in the source's
+    coordinates. Files whose source changed since the build (sha256 in the manifest) are dropped."""
+    from mantispy.instrument.manifest import Manifest
+
+    manifest = Manifest.load(build)
+    source_root = Path(manifest.source_root)
+    records = {f.path: f for f in manifest.files}
+    site_maps: dict[str, dict[tuple, tuple] | None] = {}
+    line_maps: dict[str, dict[int, int] | None] = {}
+    hashes: dict[str, str] = {}
+    for rel in raw.get("files", {}):
+        record = records.get(rel)
+        original = source_root / rel if source_root.is_dir() else source_root
+        try:
+            data = original.read_bytes()
+        except OSError:
+            data = None
+        if record is None or data is None or hashlib.sha256(data).hexdigest() != record.sha256:
+            log(f"{rel}: the source changed since {build} was instrumented (or is missing); its observations are dropped")
+            site_maps[rel] = line_maps[rel] = None
+            continue
+        hashes[rel] = record.sha256
+        if record.status != "instrumented":  # copied unchanged: same coordinates
+            site_maps[rel] = line_maps[rel] = _SAME
+            continue
+        try:
+            built = ast.parse((Path(build) / rel).read_bytes())
+            source = ast.parse(data)
+        except (OSError, SyntaxError) as exc:
+            log(f"{rel}: cannot parse ({exc}); its observations are dropped")
+            site_maps[rel] = line_maps[rel] = None
+            continue
+        ours, theirs = _calls_in_order(built, True), _calls_in_order(source, False)
+        if len(ours) != len(theirs):
+            log(f"{rel}: the build has {len(ours)} calls of the program, the source {len(theirs)}; its call sites are dropped")
+            site_maps[rel] = None
+        else:
+            site_maps[rel] = {(a.lineno, a.col_offset, a.end_lineno, a.end_col_offset):
+                              (b.lineno, b.col_offset, b.end_lineno, b.end_col_offset) for a, b in zip(ours, theirs)}
+        ours_u, theirs_u = _units_in_order(built), _units_in_order(source)
+        line_maps[rel] = ({_first_line(a): _first_line(b) for a, b in zip(ours_u, theirs_u)} | {1: 1}
+                          if len(ours_u) == len(theirs_u) else None)
+
+    def site(s: list) -> list | None:
+        mapping = site_maps.get(s[0])
+        if mapping is None or mapping is _SAME:
+            return None if mapping is None else list(s[:5])
+        target = mapping.get(tuple(s[1:5]))
+        return [s[0], *target] if target else None
+
+    def code(c: list) -> list | None:
+        mapping = line_maps.get(c[0])
+        if mapping is None or mapping is _SAME:
+            return None if mapping is None else list(c)
+        return [c[0], c[1], mapping.get(int(c[2]), int(c[2]))]
+
+    out = recorder.empty(str(source_root))
+    out["files"] = hashes
+    out["runs"] = list(raw.get("runs", []))
+    calls = set()
+    for c in raw.get("calls", []):
+        s, callee = site(c[:5]), code(c[5:])
+        if s is not None and callee is not None:
+            calls.add((*s, *callee))
+    out["calls"] = [list(c) for c in sorted(calls)]
+    for key in ("started", "uncreated"):
+        out[key] = [list(x) for x in sorted({tuple(m) for m in map(code, raw.get(key, [])) if m is not None})]
+    return out
+
+
+def record_build_run(raw_path: Path, build: Path, dest: Path, log=lambda _m: None) -> dict[str, Any] | None:
+    """After ``mantispy run BUILD --observed-calls DEST``: map the run's raw observations to source
+    coordinates and merge them into DEST. Returns what DEST now holds (None if the run wrote nothing)."""
+    if not Path(raw_path).exists():
+        return None
+    raw = json.loads(Path(raw_path).read_text(encoding="utf-8"))
+    return recorder.merge_into(str(dest), build_to_source(raw, Path(build), log))
+
+
+# ---------------------------------------------------------------------- sessions and validation
+def hybrid_session(static, observations):
+    """A SliceSession using ``observations``, sharing the program and call graph of ``static`` (a
+    SliceSession): only the SDG is built again."""
+    from .evaluators import SliceSession
+
+    return SliceSession(static.program.root, static.entry, observed_calls=Observations.coerce(observations), reuse=static)
+
+
+@dataclass
+class HybridVerdict:
+    """Static against hybrid slice for one feature, and whether the hybrid one can be trusted."""
+
+    feature: str
+    kind: str
+    static_kept: int = 0
+    hybrid_kept: int = 0
+    statements_total: int = 0
+    same_slice: bool = False
+    inputs: int = 0  # held-out inputs the hybrid evaluator ran on
+    agreed: int = 0
+    trusted: bool = False
+    use: str = "static"  # which slice to use: "hybrid" or "static"
+    reason: str = ""
+    observed_sites: list[str] = field(default_factory=list)  # sites of the hybrid slice resolved dynamically
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def hybrid_fidelity(self) -> float | None:
+        """Share of held-out inputs on which the hybrid evaluator agreed (None: not run, same slice)."""
+        return self.agreed / self.inputs if self.inputs else None
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {**asdict(self), "hybrid_fidelity": self.hybrid_fidelity}
+
+
+def validate_hybrid(session_static, hybrid, src: Path, features: list[str], held_out_inputs: list[list[str]],
+                    cwd: Path | None = None, keep: Path | None = None, check_same: bool = False) -> list[HybridVerdict]:
+    """Validate hybrid slices before they are trusted.
+
+    ``hybrid`` is a SliceSession built with observations, or the observations themselves (an
+    :class:`Observations`, a path or a JSON document). For each feature the hybrid slice is compared
+    with the static one; when they differ, the hybrid evaluator is emitted and run on every held-out
+    input and compared with the fully instrumented program (:func:`evaluators.check_fidelity`). A
+    hybrid slice that fails or disagrees on any input is not trusted: the verdict says to use the
+    static slice, and why. Identical slices are trusted as they are (``check_same`` runs them too).
+    Inputs that contributed observations are not held out: they are left out, with a note in each
+    verdict's reason when that leaves none."""
+    from .evaluators import EvaluatorError, check_fidelity
+
+    if not hasattr(hybrid, "sdg"):
+        hybrid = hybrid_session(session_static, hybrid)
+    observations = hybrid.observed_calls
+    held_out = [list(a) for a in held_out_inputs if not (observations is not None and observations.contributed(a))]
+    verdicts: list[HybridVerdict] = []
+    to_run: list[str] = []
+    for fid in features:
+        info = session_static.features.get(fid, {})
+        verdict = HybridVerdict(fid, info.get("kind", "?"))
+        verdicts.append(verdict)
+        try:
+            static = session_static.slice(fid)
+        except EvaluatorError as exc:
+            verdict.reason = f"no static slice: {exc}"
+            continue
+        verdict.static_kept, verdict.statements_total = static.statements_kept, static.statements_total
+        try:
+            result = hybrid.slice(fid)
+        except EvaluatorError as exc:
+            verdict.reason = f"no hybrid slice: {exc}"
+            continue
+        verdict.hybrid_kept = result.statements_kept
+        verdict.observed_sites = [o["site"] for o in result.extra.get("calls_observed", [])]
+        verdict.same_slice = result.kept == static.kept and result.keep_units == static.keep_units
+        if verdict.same_slice and not check_same:
+            verdict.trusted, verdict.use, verdict.reason = True, "hybrid", "same slice as the static one"
+            continue
+        if not held_out:
+            verdict.reason = ("no held-out input: every input given contributed observations" if held_out_inputs
+                              else "no held-out input given")
+            continue
+        to_run.append(fid)
+    if to_run:
+        rows = {r.feature: r for r in check_fidelity(hybrid, Path(src), held_out, to_run, cwd=cwd, keep=keep)}
+        for verdict in verdicts:
+            row = rows.get(verdict.feature)
+            if row is None:
+                continue
+            verdict.inputs, verdict.agreed, verdict.mismatches = row.inputs, row.agreed, row.mismatches
+            if row.status == "sliceable":
+                verdict.trusted, verdict.use = True, "hybrid"
+                verdict.reason = f"agrees with the instrumented program on {row.inputs} held-out input(s)"
+            else:
+                verdict.reason = f"falls back to the static slice: hybrid {row.reason}"
+    return verdicts
+
+
+def describe_inputs(inputs: list[list[str]]) -> str:
+    return ", ".join(repr(shlex.join(a)) for a in inputs)

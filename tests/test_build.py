@@ -1,0 +1,174 @@
+"""mantispy build / predict / report end to end on a small batch job (tests/programs/batchjob).
+
+The job's run time is set by its input: an expensive set-up whose size the input gives, then a batch of
+queries. The cost loop must reject the features only the set-up computes (their evaluators cost as much
+as the program) and keep cheap ones (the parsed arguments), and the predictor must then estimate run
+time, CPU time and peak memory from those, in a fresh interpreter per call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from mantispy.build import BuildOptions, build
+from mantispy.cli_build import load_predictor
+
+HERE = Path(__file__).resolve().parent
+PROGRAM = HERE / "programs" / "batchjob"
+CLI = [sys.executable, "-m", "mantispy"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("build")
+    shutil.copytree(PROGRAM, root / "batchjob")
+    out = root / "predictors" / "batchjob"
+    logs: list[str] = []
+    # The job runs ~0.1-0.3 s: an evaluator's floor (interpreter start-up aside) is ~10-20 ms of
+    # harness, imports and argument parsing, so the test allows 30 % instead of the default 5 %.
+    options = BuildOptions(spec=root / "batchjob" / "campaign.toml", out=out, max_cost=0.3, train_fraction=0.5,
+                           jobs=2, work=root / "work")
+    record = build(options, log=logs.append)
+    return root, out, record, logs, options
+
+
+def test_build_writes_a_complete_predictor_package(built):
+    root, out, record, logs, _ = built
+    for name in ("__init__.py", "_model.py", "models.json", "build.json", "README.md", "evaluator/evaluate.py",
+                 "evaluator/BUILD_ID"):
+        assert (out / name).is_file(), name
+    for path in out.rglob("*.py"):
+        assert not re.search(r"^\s*(import|from)\s+mantispy", path.read_text(), re.M), path
+    assert set(record["metrics"]) == {"wall_s", "cpu_s", "max_rss_kb"}
+    assert json.loads((out / "build.json").read_text())["build_id"] == record["build_id"]
+    readme = (out / "README.md").read_text()
+    assert "Accuracy on held-out inputs" in readme and "Cost-loop rounds" in readme
+
+
+def test_the_cost_loop_rejects_costly_features_and_keeps_only_cheap_ones(built):
+    _, _, record, logs, options = built
+    rejected = [r for row in record["rounds"] for r in row["rejected"]]
+    assert any(r["reason"] == "too expensive" for r in rejected)  # what only the batch's answers compute
+    assert any(r["feature"].startswith("job.py:answer:") for r in rejected)
+    wall = [row for row in record["rounds"] if row["metric"] == "wall_s"]
+    assert not {r["feature"] for row in wall[:-1] for r in row["rejected"]} & set(wall[-1]["selected"])
+    assert not wall[-1]["lookahead"]
+    for metric, data in record["metrics"].items():
+        last = [row for row in record["rounds"] if row["metric"] == metric][-1]
+        assert not last["rejected"], metric
+        assert sorted(data["model"]["scaling"]) == sorted(last["selected"])
+    for feature in record["features"]:
+        assert feature["cost_fraction"] is not None and feature["cost_fraction"] <= options.max_cost
+    assert record["features"], "a model with no features"
+
+
+def test_validation_reports_errors_baseline_cost_and_fidelity(built):
+    _, _, record, _, _ = built
+    for data in record["metrics"].values():
+        validation = data["validation"]
+        assert validation["n"] == 12 and len(validation["points"]) == 12
+        assert validation["blackbox"]["available"]
+        assert 0 <= validation["median_rel_error"] < 10
+    evaluator = record["evaluator"]
+    assert evaluator["fidelity"]["mismatch_count"] == 0 and not evaluator["failures"]
+    assert evaluator["fidelity"]["agreed"] == 12 * len(evaluator["features"])
+    assert len(evaluator["cost"]) == 12 and evaluator["median_fraction"] > 0
+    assert evaluator["warm_startup_s"] > 0 and evaluator["cold_median_s"] > 0
+    wall = record["metrics"]["wall_s"]["validation"]
+    assert wall["median_rel_error"] < 0.5  # size and queries explain the run time
+
+
+def test_predict_from_python_from_threads_and_from_the_cli(built):
+    root, out, _, _, _ = built
+    module = load_predictor(out)
+    argv = ["--size", "80", "--queries", "12", "--mode", "scan"]
+    first = module.predict(argv, cwd=root / "batchjob")
+    assert set(first) == {"wall_s", "cpu_s", "max_rss_kb"} and all(v > 0 for v in first.values())
+    results, errors = [], []
+
+    def call() -> None:
+        try:
+            results.append(module.predict(argv, cwd=root / "batchjob"))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [first] * 4
+    assert module.predict(argv, cwd=root / "batchjob", warm=False) == first  # fresh interpreter, same answer
+    module.close()
+    smaller = module.predict(["--size", "20", "--queries", "12", "--mode", "scan"], cwd=root / "batchjob")
+    assert smaller["wall_s"] < first["wall_s"]
+    proc = subprocess.run([*CLI, "predict", str(out), "--json", "--", *argv], cwd=root / "batchjob",
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == pytest.approx(first)
+
+
+def test_predict_refuses_bad_input_and_mixed_builds(built, tmp_path):
+    root, out, _, _, _ = built
+    module = load_predictor(out)
+    with pytest.raises(module.PredictionError, match="rejects this input"):
+        module.predict(["--size", "many"], cwd=root / "batchjob")
+    with pytest.raises(module.PredictionError, match="list of strings"):
+        module.predict("--size 3")
+    proc = subprocess.run([*CLI, "predict", str(out), "--", "--size", "80", "--bogus"], cwd=root / "batchjob",
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.startswith("mantispy: error:") and "unrecognized arguments" in proc.stderr
+    # The slice may drop a semantic check the features do not depend on (--size must be positive), but
+    # the features such an input gives lie far outside training: refused unless asked to extrapolate.
+    with pytest.raises(module.PredictionError, match="outside what training saw"):
+        module.predict(["--size", "5000", "--queries", "3000"], cwd=root / "batchjob")
+    assert module.predict(["--size", "5000", "--queries", "3000"], cwd=root / "batchjob", extrapolate=True)
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    models = json.loads((copy / "models.json").read_text())
+    models["build_id"] = "0" * 16
+    (copy / "models.json").write_text(json.dumps(models))
+    other = load_predictor(copy)
+    with pytest.raises(other.PredictionError, match="another build|models of build"):
+        other.predict(["--size", "10"], cwd=root / "batchjob")
+
+
+def test_a_second_build_reuses_runs_and_verdicts(built):
+    root, out, record, _, options = built
+    logs: list[str] = []
+    again = build(options, log=logs.append)
+    assert any("0 run(s) executed" in line for line in logs)
+    assert again["features"] == record["features"] or sorted(f["id"] for f in again["features"]) == sorted(
+        f["id"] for f in record["features"])
+
+
+def test_report_renders_the_build(built, tmp_path):
+    _, out, record, _, _ = built
+    html_path = tmp_path / "report.html"
+    proc = subprocess.run([*CLI, "report", str(out), "-o", str(html_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    html = html_path.read_text()
+    assert record["features"][0]["id"] in html and "<svg" in html
+
+
+def test_build_errors_are_one_line(tmp_path):
+    proc = subprocess.run([*CLI, "build", str(tmp_path / "missing.toml"), "-o", str(tmp_path / "p")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.startswith("mantispy: error:") and len(proc.stderr.strip().splitlines()) == 1
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "keep.txt").write_text("user data")
+    spec = tmp_path / "s.toml"
+    shutil.copytree(PROGRAM, tmp_path / "batchjob")
+    proc = subprocess.run([*CLI, "build", str(tmp_path / "batchjob" / "campaign.toml"), "-o", str(tmp_path / "p")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "not empty" in proc.stderr
+    assert (tmp_path / "p" / "keep.txt").read_text() == "user data"
+    assert not spec.exists()

@@ -1,0 +1,328 @@
+"""Hybrid slicing (issue 6): recording which callee each call site reached, resolving the calls static
+inference cannot with those observations, and validating hybrid slices on held-out inputs."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mantispy.runtime import observed_calls as recorder
+from mantispy.runtime.standalone import standalone_runtime_dir
+from mantispy.slicer.evaluators import SliceSession, check_fidelity
+from mantispy.slicer.hybrid import Observations, hybrid_session, validate_hybrid
+from tests.helpers import MANTISPY, REPO
+from tests.test_python_versions import interpreter
+
+# A class taken from a dict filled at run time and a function looked up by a computed name: the static
+# call graph resolves neither ``obj.process(...)`` (its fallback: every ``process`` of the program) nor
+# the ``getattr(...)(word)`` call. ``selftest`` calls ``Rev.process`` where inference can see it, after
+# the loop, so that an unobserved ``Rev.process`` is not an escaped function either.
+PROGRAM = '''
+"""Calls static inference cannot resolve: a class taken from a dict, a function looked up by name."""
+import sys
+
+
+class Upper:
+    def process(self, s):
+        return s.upper()
+
+
+class Rev:
+    def process(self, s):
+        out = ""
+        for ch in s:
+            if ch.isalpha():
+                out = ch.upper() + out
+            else:
+                out = ch + out
+        return out
+
+
+def fmt_twice(s):
+    return s + s
+
+
+def fmt_shout(s):
+    return s + "!"
+
+
+def pieces(s):
+    for ch in s:
+        yield ch
+
+
+KINDS = {}
+
+
+def register(name, cls):
+    KINDS[name] = cls
+
+
+def selftest():
+    return Rev().process("ok") == "KO"
+
+
+def main(argv):
+    register("upper", Upper)
+    register("rev", Rev)
+    obj = KINDS[argv[0]]()
+    word = obj.process(argv[1])
+    count = 0
+    for ch in pieces(word):
+        if ch.isupper():
+            count += 1
+    tail = getattr(sys.modules[__name__], "fmt_" + argv[2])(word)
+    print(word, count, tail, selftest())
+
+
+main(sys.argv[1:])
+'''
+LOOP = "prog.py:main:loop:1"
+TRAIN = [["upper", "abc", "twice"], ["upper", "Xy", "shout"]]
+
+
+def write_program(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "prog.py").write_text(textwrap.dedent(PROGRAM).lstrip("\n"))
+    return root
+
+
+def record(python: str, src: Path, out: Path, inputs: list[list[str]], runtime: Path | None = None) -> dict:
+    """Run the program under the recorder once per input; returns the merged observations."""
+    env = {**os.environ, recorder.ENV_OUT: str(out), recorder.ENV_ROOT: str(src)}
+    if runtime is not None:
+        env["PYTHONPATH"] = str(runtime)
+    for args in inputs:
+        proc = subprocess.run([python, "-m", "mantispy.runtime.observed_calls", "prog.py", *args], cwd=src, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    return json.loads(out.read_text())
+
+
+def call_at(source: str, text: str) -> list:
+    """[file, line, col, end_line, end_col] of the ast.Call whose source text is ``text``."""
+    tree = ast.parse(source)
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.get_source_segment(source, n) == text]
+    assert len(found) == 1, text
+    n = found[0]
+    return ["prog.py", n.lineno, n.col_offset, n.end_lineno, n.end_col_offset]
+
+
+def def_line(source: str, qualname: str) -> int:
+    tree = ast.parse(source)
+    names = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names[node.name] = node.lineno
+            for inner in getattr(node, "body", []):
+                if isinstance(inner, ast.FunctionDef):
+                    names[f"{node.name}.{inner.name}"] = inner.lineno
+    return names[qualname]
+
+
+def expected_calls(source: str, generators_seen: bool) -> list[list]:
+    pairs = [
+        ('Rev().process("ok")', "Rev.process"),
+        ('register("upper", Upper)', "register"),
+        ('register("rev", Rev)', "register"),
+        ("obj.process(argv[1])", "Upper.process"),
+        ('getattr(sys.modules[__name__], "fmt_" + argv[2])(word)', "fmt_twice"),
+        ("selftest()", "selftest"),
+        ("main(sys.argv[1:])", "main"),
+    ]
+    if generators_seen:  # sys.monitoring CALL events see the generator function being called
+        pairs.append(("pieces(word)", "pieces"))
+    return sorted([*call_at(source, text), "prog.py", callee, def_line(source, callee)] for text, callee in pairs)
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_recording_gives_exactly_the_pairs_the_program_reached(tmp_path, version):
+    if sys.version_info[:2] == tuple(map(int, version.split("."))):
+        python, runtime = sys.executable, None
+    else:
+        python = interpreter(version)
+        if python is None:
+            pytest.skip(f"no CPython {version} under pyenv")
+        runtime = standalone_runtime_dir(tmp_path / "rt")  # mantispy is not installed there
+    src = write_program(tmp_path / "src")
+    source = (src / "prog.py").read_text()
+    data = record(python, src, tmp_path / "calls.json", [["upper", "abc", "twice"]], runtime)
+    monitoring = version != "3.11"
+    assert data["runs"][0]["api"] == ("sys.monitoring" if monitoring else "setprofile")
+    assert data["calls"] == expected_calls(source, generators_seen=monitoring)
+    ran = {"<module>", "Upper", "Rev", "Upper.process", "Rev.process", "fmt_twice", "pieces", "register", "selftest", "main"}
+    assert {s[1] for s in data["started"]} == ran  # fmt_shout never ran
+    assert data["uncreated"] == ([] if monitoring else [["prog.py", "pieces", def_line(source, "pieces")]])
+    assert set(data["files"]) == {"prog.py"}
+    # A second run merges: the shout formatter joins, nothing is lost.
+    merged = record(python, src, tmp_path / "calls.json", [["upper", "abc", "shout"]], runtime)
+    assert len(merged["runs"]) == 2
+    assert [c for c in merged["calls"] if c not in data["calls"]] == [
+        [*call_at(source, 'getattr(sys.modules[__name__], "fmt_" + argv[2])(word)'), "prog.py", "fmt_shout",
+         def_line(source, "fmt_shout")]]
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory):
+    """The program, its observations on the training inputs, and its static and hybrid sessions."""
+    tmp = tmp_path_factory.mktemp("hybrid")
+    src = write_program(tmp / "src")
+    record(sys.executable, src, tmp / "calls.json", TRAIN)
+    static = SliceSession(src, "prog.py")
+    hybrid = hybrid_session(static, tmp / "calls.json")
+    return src, static, hybrid
+
+
+def test_observed_calls_resolve_only_what_inference_could_not(sessions):
+    src, static, hybrid = sessions
+    by_site = lambda sdg: {(c.caller, c.vertex, c.text): c for p in sdg.procs.values() for c in p.calls}  # noqa: E731
+    before, after = by_site(static.sdg), by_site(hybrid.sdg)
+    for key, call in before.items():
+        if call.resolved == "static":  # a statically resolved edge is never dropped nor changed
+            assert after[key].callees == call.callees and after[key].resolved == "static"
+    changed = {info["text"]: info for info in hybrid.sdg.observed_sites.values()}
+    assert changed["obj.process(argv[1])"]["callees"] == ["prog.py:Upper.process"]
+    assert sorted(changed["obj.process(argv[1])"]["instead_of"]) == ["prog.py:Rev.process", "prog.py:Upper.process"]
+    assert sorted(changed['getattr(sys.modules[__name__], "fmt_" + argv[2])(word)']["callees"]) == [
+        "prog.py:fmt_shout", "prog.py:fmt_twice"]
+
+
+def test_hybrid_slice_is_smaller_and_faithful_on_held_out_inputs(sessions):
+    src, static, hybrid = sessions
+    plain, mixed = static.slice(LOOP), hybrid.slice(LOOP)
+    assert mixed.statements_kept < plain.statements_kept
+    observed = [c for c in mixed.calls if c["resolved"] == "observed"]
+    assert [c["callees"] for c in observed] == [["prog.py:Upper.process"]]
+    assert [o["text"] for o in mixed.extra["calls_observed"]] == ["obj.process(argv[1])"]
+    assert not any("obj.process" in u for u in mixed.unresolved)  # no longer "kept conservatively"
+    held_out = [["upper", "hello", "twice"], ["upper", "a1b2", "shout"]]
+    verdict, = validate_hybrid(static, hybrid, src, [LOOP], held_out, cwd=src)
+    assert verdict.trusted and verdict.use == "hybrid" and verdict.hybrid_fidelity == 1.0, verdict
+    assert (verdict.static_kept, verdict.hybrid_kept) == (plain.statements_kept, mixed.statements_kept)
+
+
+def test_incomplete_observations_are_caught_and_fall_back_to_the_static_slice(sessions):
+    src, static, hybrid = sessions
+    held_out = [["upper", "hello", "twice"], ["rev", "abc", "twice"]]  # Rev.process: never observed at that site
+    verdict, = validate_hybrid(static, hybrid, src, [LOOP], held_out + TRAIN[:1], cwd=src)
+    assert not verdict.trusted and verdict.use == "static"
+    assert verdict.inputs == 2  # the training input is not held out
+    assert verdict.mismatches and verdict.mismatches[0]["input"] == ["rev", "abc", "twice"]
+    assert verdict.reason.startswith("falls back to the static slice")
+    row, = check_fidelity(static, src, held_out, [LOOP], cwd=src)  # and the fallback is right
+    assert row.status == "sliceable"
+
+
+def test_stale_or_foreign_observations_change_nothing(sessions, tmp_path):
+    src, static, _ = sessions
+    data = recorder.empty(str(src))
+    data["files"] = {"prog.py": "0" * 64}  # another version of the file
+    data["started"] = [["prog.py", "main", 1]]
+    stale = hybrid_session(static, data)
+    assert stale.sdg.observed_sites == {}
+    assert stale.slice(LOOP).kept == static.slice(LOOP).kept
+    with pytest.raises(Exception, match="not a mantispy-observed-calls"):
+        Observations.from_dict({"format": "something else"})
+
+
+def test_profile_observe_calls_records_untimed_runs_beside_the_store(tmp_path):
+    write_program(tmp_path / "src")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(textwrap.dedent("""
+        name = "hy"
+        source = "src"
+        entry = "prog.py"
+        calibration_runs = 0
+        [[inputs.list]]
+        id = "a"
+        argv = ["upper", "abc", "twice"]
+        [[inputs.list]]
+        id = "b"
+        argv = ["rev", "abc", "shout"]
+        [[inputs.list]]
+        id = "c"
+        argv = ["upper", "zz", "shout"]
+    """))
+    proc = subprocess.run([*MANTISPY, "profile", str(spec), "--store", str(tmp_path / "m.db"), "--observe-calls",
+                           "--observe-inputs", "2"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    calls = Observations.load(tmp_path / "m.db.hy.calls.json")
+    assert calls.inputs == ["a", "b"] and len(calls.runs) == 2
+    assert calls.contributed(["rev", "abc", "shout"]) and not calls.contributed(["upper", "zz", "shout"])
+    assert ("prog.py", "Rev.process", def_line((tmp_path / "src" / "prog.py").read_text(), "Rev.process")) in calls.started
+    from mantispy.store import RunStore
+
+    store = RunStore(tmp_path / "m.db")
+    runs = store.runs(store.campaign("hy"))
+    assert len(runs) == 3 and {r["variant"] for r in runs} == {"instrumented"}  # the recording runs are not stored
+
+
+# ---------------------------------------------------------------------- minisearch, end to end
+MINISEARCH = REPO / "examples" / "minisearch"
+MS_TRAIN = [["--docs", "150", "--query", "data"], ["--docs", "120", "--query", "ab*", "--fuzzy", "1"]]
+
+
+@pytest.fixture(scope="module")
+def minisearch_calls(tmp_path_factory):
+    """Observed calls of minisearch recorded with ``mantispy run`` on an instrumented build."""
+    tmp = tmp_path_factory.mktemp("minisearch")
+    build = tmp / "build"
+    proc = subprocess.run([*MANTISPY, "instrument", str(MINISEARCH), "-o", str(build)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    for args in MS_TRAIN:
+        proc = subprocess.run([*MANTISPY, "run", str(build), "--features-out", str(tmp / "f.json"), "--observed-calls",
+                               str(tmp / "calls.json"), "--", "search.py", *args], capture_output=True, text=True,
+                              cwd=MINISEARCH, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads((tmp / "f.json").read_text())["search.py:run:loop:2"] > 0  # features still written
+    return tmp / "calls.json"
+
+
+def test_cli_slice_with_observed_calls_on_minisearch(minisearch_calls):
+    calls = json.loads(minisearch_calls.read_text())
+    assert calls["root"] == str(MINISEARCH.resolve())  # mapped from the build to the source
+    assert calls["calls"] and all(c[0] in calls["files"] for c in calls["calls"])
+    proc = subprocess.run([*MANTISPY, "slice", str(MINISEARCH), "--entry", "search.py", "--feature", "search.py:run:loop:2",
+                           "--observed-calls", str(minisearch_calls)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    match = re.search(r"hybrid slice: (\d+) statements kept, static slice: (\d+)", proc.stdout)
+    assert match, proc.stdout
+    hybrid, static = map(int, match.groups())
+    assert 0 < hybrid <= static
+    dynamic = re.search(r"calls resolved dynamically: (\d+)", proc.stdout)
+    assert dynamic and int(dynamic.group(1)) >= 1, proc.stdout
+    print(f"search.py:run:loop:2: static {static}, hybrid {hybrid} statements")
+
+
+def test_minisearch_hybrid_slices_of_other_features(minisearch_calls):
+    static = SliceSession(MINISEARCH, "search.py")
+    hybrid = hybrid_session(static, minisearch_calls)
+    for feature in ["minisearch/analysis.py:stem:call", "minisearch/searcher.py:Searcher._match_phrase:loop:6",
+                    "minisearch/query.py:_Parser.primary:branch:6"]:
+        plain, mixed = static.slice(feature), hybrid.slice(feature)
+        print(f"{feature}: static {plain.statements_kept}, hybrid {mixed.statements_kept} statements, "
+              f"{len(mixed.extra['calls_observed'])} call(s) resolved dynamically")
+        assert 0 < mixed.statements_kept <= plain.statements_kept
+
+
+def test_build_observations_match_a_run_of_the_source(tmp_path):
+    """``mantispy run`` records on the instrumented build; mapped back, the pairs are those of the source."""
+    src = write_program(tmp_path / "src")
+    direct = record(sys.executable, src, tmp_path / "direct.json", [TRAIN[0]])
+    build = tmp_path / "build"
+    assert subprocess.run([*MANTISPY, "instrument", str(src), "-o", str(build)], capture_output=True).returncode == 0
+    proc = subprocess.run([*MANTISPY, "run", str(build), "--features-out", str(tmp_path / "f.json"), "--observed-calls",
+                           str(tmp_path / "mapped.json"), "--", "prog.py", *TRAIN[0]], capture_output=True, text=True,
+                          cwd=src, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    mapped = json.loads((tmp_path / "mapped.json").read_text())
+    assert mapped["calls"] == direct["calls"] and mapped["started"] == direct["started"]
+    assert mapped["files"] == direct["files"]
