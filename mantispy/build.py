@@ -71,6 +71,7 @@ class BuildOptions:
     lookahead: int = 30  # features judged ahead per round with rejections (most correlated with the metric)
     cost_inputs: int = 3
     validate_inputs: int | None = None  # held-out inputs to validate on (None: all)
+    observed_calls: bool = True  # hybrid slicing: resolve what inference cannot with calls seen in training runs
     force: bool = False
 
 
@@ -125,6 +126,30 @@ class CostMeter:
             self._save()
         return found
 
+    def _estimate(self, result) -> float | None:
+        """The share of the program's loop iterations and calls (on the median cost input) that happen
+        in loops and functions the slice keeps; None if the run recorded none."""
+        item = self.inputs[len(self.inputs) // 2]
+        features = self.session.features
+        work = _dynamic_work(features, item["features"])
+        total = sum(work.values())
+        if not total:
+            return None
+        kept_lines = {(f, span[0]) for f, spans in result.kept.items() for span in spans}
+        # Units the slice runs: callees of its kept call sites (a kept body nothing in the slice calls,
+        # such as an escaping callback, is not counted: the estimate errs low, and then it is measured).
+        called = {tuple(c.split(":", 1)) for call in result.calls for c in call.get("callees", [])}
+        kept = 0.0
+        for fid, count in work.items():
+            info = features[fid]
+            unit = (info["file"], info["qualname"])
+            runs = info["qualname"] == "<module>" or unit in called
+            if info["kind"] == "call":
+                kept += count if unit in called else 0.0
+            elif runs and (info["file"], info["span"][0]) in kept_lines:
+                kept += count
+        return kept / total
+
     def _save(self) -> None:
         data = {"key": self.cache_key, "verdicts": {f: dataclasses.asdict(v) for f, v in self.verdicts.items()}}
         tmp = self.cache_path.with_suffix(".tmp")
@@ -138,6 +163,14 @@ class CostMeter:
         out = self.work / "evaluators" / _safe_name(feature)
         if out.exists():
             shutil.rmtree(out)
+        try:
+            estimate = self._estimate(self.session.slice(feature))
+        except EvaluatorError as exc:
+            return Verdict(feature, "unsliceable", detail=str(exc)[:500])
+        if estimate is not None and estimate >= ESTIMATE_REJECT:
+            return Verdict(feature, "too expensive", None, None,
+                           f"estimated: the slice keeps loops and functions that make {estimate:.0%} of the "
+                           f"program's iterations and calls (not emitted at >= {ESTIMATE_REJECT:.0%})")
         try:
             result, _ = self.session.emit(feature, out, self.k)
         except EvaluatorError as exc:
@@ -241,6 +274,17 @@ class Substitutes:
         return found
 
 
+ESTIMATE_REJECT = 0.3
+"""A slice whose loops and functions make this share of the program's loop iterations and calls (on the
+median cost input) is rejected without being emitted and timed: far over any budget worth asking for,
+and emitting is most of a verdict's time. Everything below it is measured."""
+
+
+def _dynamic_work(features: dict[str, dict[str, Any]], counts: dict[str, float]) -> dict[str, float]:
+    """{loop/call feature id: its count in one run}: the dynamic work the cost estimate weighs."""
+    return {f: v for f, v in counts.items() if f in features and features[f]["kind"] in ("loop", "call") and v > 0}
+
+
 def _slicer_fingerprint() -> str:
     """A digest of the slicer's and instrumentor's code: verdicts of another slicer are not reused."""
     import hashlib
@@ -297,13 +341,16 @@ class Builder:
         store = RunStore(self.work / "mantis.db")
         try:
             campaign = self.profile(store)
-            self.log("analysing the program (call graph, system dependence graph, summary edges)")
-            session = SliceSession(self.spec.source_root, entry_string(self.spec))
             frame = store.dataframe(campaign, metrics_from="original")
             if frame.empty:
                 raise BuildError(f"{self.options.spec}: no input ran successfully both instrumented and not; "
                                  "see mantispy runs --store " + str(store.path))
             train_ids, test_ids = split_inputs(frame["input_id"].tolist(), self.options.train_fraction, self.options.seed)
+            observed = self.observe_calls(store, train_ids) if self.options.observed_calls else None
+            self.log("analysing the program (call graph, system dependence graph, summary edges)"
+                     + (" with the calls observed on training inputs" if observed else ""))
+            session = SliceSession(self.spec.source_root, entry_string(self.spec), observed_calls=observed)
+            self.static_session = session if observed is None else None
             train = frame[frame["input_id"].isin(train_ids)]
             median_wall = float(train["metric:wall_s"].median())
             meter = CostMeter(session, self.spec, self.cost_inputs(frame, train_ids), self.options.max_cost,
@@ -334,14 +381,52 @@ class Builder:
                 self.log(f"  {done[0]} run(s) done")
 
         try:
-            summary = profile(self.spec, store, jobs=self.options.jobs, resume=True, replace=True,
-                              on_result=progress, log=self.log)
+            try:
+                summary = profile(self.spec, store, jobs=self.options.jobs, resume=True, replace=True,
+                                  on_result=progress, log=self.log)
+            except StoreError as exc:
+                if "changed since it was profiled" not in str(exc):
+                    raise
+                # The build owns this store: inputs regenerated differently make its runs stale.
+                self.log(f"{exc}: the campaign's inputs changed; profiling it again from scratch")
+                store.delete_campaign(self.spec.name)
+                summary = profile(self.spec, store, jobs=self.options.jobs, resume=True, replace=True,
+                                  on_result=progress, log=self.log)
         except (StoreError, InstrumentError) as exc:
             raise BuildError(str(exc)) from None
         self.log(f"profiling: {summary.executed} run(s) executed, {summary.skipped} reused from the store")
         campaign = store.campaign(self.spec.name)
         assert campaign is not None
         return campaign
+
+    def observe_calls(self, store: RunStore, train_ids: list[str]) -> Path | None:
+        """Record which callee each call site reaches, on up to 10 training inputs (untimed runs of the
+        original source), for hybrid slicing; None when nothing could be recorded."""
+        from mantispy.observe import calls_file, observe_campaign
+
+        wanted = set(train_ids)
+        spec = dataclasses.replace(self.spec, inputs=[r for r in self.spec.inputs if r.id in wanted])
+        path = calls_file(store.path, self.spec.name)
+        try:
+            cached = json.loads(path.read_text()) if path.exists() else None
+        except ValueError:
+            cached = None
+        if cached is not None and cached.get("source_hash_key") == self._observed_key(spec):
+            self.log(f"reusing the observed calls in {path}")
+            return path
+        self.log(f"recording the calls of {min(len(spec.inputs), 10)} training input(s) for hybrid slicing")
+        path, data = observe_campaign(spec, store.path, limit=10, jobs=self.options.jobs, log=self.log)
+        if not data.get("inputs"):
+            self.log("no call could be recorded: slicing statically")
+            return None
+        data["source_hash_key"] = self._observed_key(spec)
+        path.write_text(json.dumps(data))
+        return path
+
+    def _observed_key(self, spec: CampaignSpec) -> str:
+        from mantispy.profiler import instrument_tree_hash
+
+        return f"{instrument_tree_hash(spec.source_root)}:{','.join(sorted(r.id for r in spec.inputs))}"
 
     def cost_inputs(self, frame, train_ids: list[str]) -> list[dict[str, Any]]:
         """Training inputs to time evaluators on: the fastest, the median and the slowest (by wall time)."""

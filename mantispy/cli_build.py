@@ -31,10 +31,11 @@ def _user_error():
 @click.option("--lookahead", default=30, show_default=True, type=click.IntRange(0, 10000), help="Features judged ahead of each fit (those most correlated with the metric).")
 @click.option("--cost-inputs", default=3, show_default=True, type=click.IntRange(1, 50), help="Training inputs each evaluator is timed on.")
 @click.option("--validate", "validate_inputs", default=None, type=click.IntRange(1), help="Validate on at most this many held-out inputs (default: all).")
+@click.option("--static", "static_only", is_flag=True, help="Slice statically only (no calls observed on training inputs).")
 @click.option("--force", is_flag=True, help="Write into OUT even if it is not empty and not an earlier predictor.")
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
-          validate_inputs: int | None, force: bool) -> None:
+          validate_inputs: int | None, static_only: bool, force: bool) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildError, BuildOptions
     from mantispy.build import build as run_build
@@ -43,7 +44,8 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
 
     options = BuildOptions(spec=spec_file, out=out, work=work, metrics=metrics, max_cost=max_cost,
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
-                           max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force)
+                           max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
+                           observed_calls=not static_only)
     try:
         record = run_build(options, log=lambda m: click.echo(m, err=True))
     except (BuildError, SpecError, StoreError) as exc:

@@ -143,7 +143,20 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
                      "mismatches": mismatches[:50], "mismatch_count": len(mismatches),
                      "agreed": (len(ids) - len(failures)) * len(selected) - len(mismatches)},
         "failures": failures,
+        "slicing": "hybrid" if getattr(session, "observed_calls", None) is not None else "static",
+        "calls_resolved_dynamically": len(getattr(session.sdg, "observed_sites", {}) or {}),
     }
+    if (mismatches or failures) and getattr(session, "observed_calls", None) is not None:
+        # Hybrid slices are trusted only once validated on held-out inputs: this one was not.
+        from mantispy.slicer.evaluators import SliceSession
+
+        log(f"the hybrid evaluator disagrees with the program on {len(mismatches)} value(s) / fails on "
+            f"{len(failures)} held-out input(s): validating the static slice instead")
+        rejected = {"mismatch_count": len(mismatches), "failures": len(failures),
+                    "first": (mismatches or failures)[0]}
+        static = SliceSession(builder.spec.source_root, session.entry, reuse=session)
+        validate(builder, static, models, frame, test_ids, record, out)
+        record["evaluator"]["hybrid_rejected"] = rejected
 
 
 def _blackbox_by_input(model: dict[str, Any]) -> dict[str, float]:

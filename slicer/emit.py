@@ -556,9 +556,26 @@ class _Planner:
         return False
 
 
+_PLAN_CACHE: dict[tuple, _Plan] = {}
+_REWRITE_CACHE: dict[tuple, str] = {}
+
+
 def plan_file(parsed: _Parsed, kept: Sequence[Span], keep_units: set[str], required: set[str],
               forced: set[int]) -> _Plan:
-    """Plan one file to its import fixpoint (kept code -> names it reads -> imports binding them)."""
+    """Plan one file to its import fixpoint (kept code -> names it reads -> imports binding them).
+    Memoised: slices of one program often keep the same parts of a library file."""
+    key = (id(parsed), tuple(sorted(tuple(k) for k in kept)), frozenset(keep_units), frozenset(required),
+           frozenset(forced))
+    found = _PLAN_CACHE.get(key)
+    if found is None:
+        if len(_PLAN_CACHE) > 20_000:
+            _PLAN_CACHE.clear()
+        found = _PLAN_CACHE[key] = _plan_file(parsed, kept, keep_units, required, forced)
+    return found
+
+
+def _plan_file(parsed: _Parsed, kept: Sequence[Span], keep_units: set[str], required: set[str],
+               forced: set[int]) -> _Plan:
     used: set[str] = set()
     while True:
         plan = _Planner(parsed, kept, keep_units, required, forced, used).run(parsed.module)
@@ -579,6 +596,10 @@ def _record(slot: int, value: cst.BaseExpression) -> cst.BaseExpression:
 def _variable_expr(variable: str) -> cst.BaseExpression:
     """``n`` or ``self.total`` as an expression (re-read after the assignment)."""
     return cst.parse_expression(variable)
+
+
+_PRUNABLE = (cst.SimpleStatementLine, cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match, cst.FunctionDef,
+             cst.ClassDef, cst.With)
 
 
 class _Rewriter(cst.CSTTransformer):
@@ -607,6 +628,12 @@ class _Rewriter(cst.CSTTransformer):
 
     def kept(self, node: cst.CSTNode | None) -> bool:
         return node is not None and id(node) in self.plan.keep
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # A statement that goes is not walked into: its leave_* removes it whatever its children became.
+        if isinstance(node, _PRUNABLE) and id(node) not in self.plan.keep and id(node) not in self.plan.hoist:
+            return False
+        return super().on_visit(node)
 
     def targets_of(self, node: cst.CSTNode | None) -> list[Criterion]:
         """The counter criteria whose construct is this node."""
@@ -1085,6 +1112,9 @@ class _Emission:
         assert work.plan is not None
         has_criteria = path in self.criterion_files
         criteria = [c for c in self.criteria if c.feature.file == path]
+        key = (id(work.parsed), frozenset(work.plan.keep), frozenset(work.plan.hoist))
+        if not has_criteria and key in _REWRITE_CACHE:  # the same cut of a file without probes
+            return _REWRITE_CACHE[key]
         rewriter = _Rewriter(work.parsed, work.plan, criteria, self.targets.get(path, {}))
         module = work.parsed.module.visit(rewriter)
         for slot, count in rewriter.probes.items():
@@ -1095,6 +1125,10 @@ class _Emission:
             module, _ = _insert_header(module, _header())
         code = module.code
         compile(code, path, "exec")
+        if not has_criteria:
+            if len(_REWRITE_CACHE) > 5_000:
+                _REWRITE_CACHE.clear()
+            _REWRITE_CACHE[key] = code
         return code
 
 
