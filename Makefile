@@ -4,9 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 MANTISPY := $(VENV)/bin/mantispy
 STAMP := $(VENV)/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
 DEMO := demo-out
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-quick bench-components clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,22 +17,34 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	rm -rf $(DEMO) && mkdir -p $(DEMO)
-	$(MANTISPY) instrument examples/minisearch -o $(DEMO)/minisearch
-	$(PY) examples/minisearch/gen_queries.py --count 30 --seed 7 --shape mixed -o $(DEMO)/queries.txt
-	$(MANTISPY) run $(DEMO)/minisearch --features-out $(DEMO)/features.json -- \
-		search.py --docs 2000 --queries $(DEMO)/queries.txt --fuzzy 1
-	$(MANTISPY) features $(DEMO)/features.json --manifest $(DEMO)/minisearch --top 15
-	$(MANTISPY) profile examples/campaigns/minisearch-demo.toml --store $(DEMO)/mantis.db
-	$(MANTISPY) fit --store $(DEMO)/mantis.db --train-fraction 0.5 --no-sensitivity -o $(DEMO)/model.json
-	$(MANTISPY) slice examples/minisearch --entry search.py --feature search.py:run:loop:2 -o $(DEMO)/evaluator
-	@echo "evaluator of search.py:run:loop:2 on a new input (--docs 700):"
-	$(PY) $(DEMO)/evaluator/evaluate.py --docs 700 --query data
+	$(MANTISPY) build examples/campaigns/minisearch-demo.toml -o $(DEMO)/predictors/minisearch \
+		--work $(DEMO)/work --jobs 2 --train-fraction 0.4
+	$(PY) examples/minisearch/gen_queries.py --count 15 --seed 99 --shape mixed -o $(DEMO)/queries.txt
+	@echo "predicting a new input (5000 documents, 15 new queries), then running it:"
+	$(MANTISPY) predict $(DEMO)/predictors/minisearch -- --docs 5000 --queries $(DEMO)/queries.txt
+	$(PY) -c "import subprocess, sys, time; t = time.perf_counter(); subprocess.run([sys.executable, 'examples/minisearch/search.py', '--docs', '5000', '--queries', '$(DEMO)/queries.txt'], check=True, stdout=subprocess.DEVNULL); print(f'actual wall_s     {time.perf_counter() - t:.3f} s')"
+	$(MANTISPY) report $(DEMO)/predictors/minisearch -o $(DEMO)/report.html
 
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-bench: $(STAMP)
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+# The benchmark suite (benchmarks/bench_suite.py: five PyPI programs, 300 inputs each; writes
+# benchmarks/RESULTS.md). bench-quick is CI's one-program run.
+bench: $(BENCH_STAMP)
+	$(PY) benchmarks/bench_suite.py
+
+bench-quick: $(BENCH_STAMP)
+	$(PY) benchmarks/bench_suite.py --quick --no-write
+
+bench-components: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_instrument.py
+	$(PY) benchmarks/bench_fit.py
+	$(PY) benchmarks/bench_slicer.py
+	$(PY) benchmarks/bench_slicing.py
 
 clean:
 	rm -rf $(DEMO) benchmarks/work

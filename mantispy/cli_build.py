@@ -154,7 +154,10 @@ def report(predictor: Path, out: Path) -> None:
         path = write_report(predictor, out)
     except ReportError as exc:
         raise _user_error()(str(exc)) from None
-    click.echo(f"report written to {path}")
+    record = json.loads((Path(predictor) / "build.json").read_text(encoding="utf-8"))
+    print_validation(record)
+    click.echo(f"report: {path}  (open it in a browser; no server needed)")
+    click.echo(f"predictor package: {predictor}  (README.md inside; import it, or mantispy predict {predictor} -- ARGS...)")
 
 
 def register(group: click.Group) -> None:

@@ -41,7 +41,11 @@ from .ir import CFG, CodeUnit, Vertex
 Location = tuple  # ("var", scope, name) | ("attr", name) | ("state", kind, vertex id) | ANY
 ANY: Location = ("any",)
 RET: Location = ("ret",)  # the value a unit hands back to its caller (return, yield, lambda body, element)
-UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "setattr", "delattr", "__import__"}
+UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "__import__"}
+ATTR_ANY: tuple = ("attr", "*")
+"""Some attribute, named at run time (``setattr(obj, name, v)``): every plain attribute read uses it too.
+A method call's lookup (``x.m(...)``) does not: methods are rarely set by computed names, and a program
+that does so would otherwise make every call depend on every such ``setattr``."""
 
 
 @dataclass(frozen=True)
@@ -173,12 +177,14 @@ class _Collector(ast.NodeVisitor):
         else:
             self.access.define(self.var(node.id), strong=True)
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
+    def visit_Attribute(self, node: ast.Attribute, method_lookup: bool = False) -> None:
         if node.attr == "__dict__":
             self.access.havoc(node, "__dict__")
         self.visit(node.value)
         if isinstance(node.ctx, ast.Load):
             self.access.uses.add(("attr", node.attr))
+            if not method_lookup:
+                self.access.uses.add(ATTR_ANY)
         else:
             self.access.define(("attr", node.attr), strong=False)
 
@@ -234,11 +240,24 @@ class _Collector(ast.NodeVisitor):
 
     # -- calls and their effects
     def visit_Call(self, node: ast.Call) -> None:
-        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and isinstance(node.func.ctx, ast.Load):
+            self.visit_Attribute(node.func, method_lookup=True)
+            for child in [*node.args, *node.keywords]:
+                self.visit(child)
+        else:
+            self.generic_visit(node)
         self.access.calls.append(node)
         if self.internal(node):
             return
         name = dotted_name(node.func)
+        if name in ("setattr", "delattr") and len(node.args) >= 2:
+            target = self.root(node.args[0])
+            if target is not None:
+                self.access.define(target, strong=False)
+            attr = node.args[1]
+            named = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+            self.access.define(("attr", attr.value) if named else ATTR_ANY, strong=False)
+            return
         if isinstance(node.func, ast.Attribute):
             method = node.func.attr
             receiver = self.root(node.func.value)
@@ -402,6 +421,12 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False) -> dict[int,
             isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(node)
         ):
             access.define(RET, strong=False)
+        if unit.kind == "module":
+            # A module's globals are the module object's attributes: ``tokens.Name`` read elsewhere
+            # (``from pkg import tokens``) reads what ``Name = ...`` wrote here.
+            for loc in list(access.defs):
+                if loc[0] == "var" and loc[1] == "<module>":
+                    access.define(("attr", loc[2]), strong=False)
         result[vertex.id] = access
     return result
 

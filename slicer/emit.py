@@ -271,6 +271,9 @@ class _Names(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.names.add("." + node.attr.value)  # ".NAME": read as an attribute (maybe of a module)
+
     def visit_Import(self, node: cst.Import) -> bool:
         return False
 
@@ -430,7 +433,8 @@ class _Planner:
 
     def _binds_used(self, small: cst.Assign | cst.AnnAssign) -> bool:
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-        return any(isinstance(t, cst.Name) and t.value in self.previous_used for t in targets)
+        return any(isinstance(t, cst.Name) and (t.value in self.previous_used or t.value in self.required)
+                   for t in targets)
 
     def import_needed(self, stmt: cst.Import | cst.ImportFrom, scope: str) -> tuple[bool, bool]:
         bound = _bound_names(stmt)
@@ -1097,13 +1101,19 @@ class _Emission:
         for path, work in self.work.items():
             if work.plan is None:
                 continue
+            attributes = {n[1:] for n in work.plan.used if n.startswith(".")}
             for module, names in _kept_imports(work.parsed.source, work.parsed.module, work.plan):
                 modules.update(_module_chain(module))
                 target = self.program.by_module.get(module)
+                if not names and target is not None:  # import pkg.mod: pkg.mod.NAME reads its globals
+                    required.setdefault(target.path, set()).update(attributes)
                 for name in names:
                     modules.add(f"{module}.{name}")
                     if target is not None:
                         required.setdefault(target.path, set()).add(name)
+                    submodule = self.program.by_module.get(f"{module}.{name}")
+                    if submodule is not None:  # from pkg import mod: mod.NAME reads its globals
+                        required.setdefault(submodule.path, set()).update(attributes)
         return required, {m for m in modules if m in self.program.by_module}
 
     def rewrite(self, path: str) -> str:

@@ -10,9 +10,11 @@ conservative name-based fallback (every program function of that name), such a s
 * generator functions of the name the site calls (``f`` in ``x.f(...)``) that ran although their
   creating call was not seen (3.11 cannot see generator creation; see the recorder),
 
-provided the code unit holding the site ran in the observed runs; a site in a unit that never ran keeps
-the name-based fallback. Resolved edges are never dropped, and partly resolved sites keep their static
-callees. A site whose unit ran but that reached no program code gets no program callee.
+provided the site itself ran a call in the observed runs (``reached``); a site that never ran keeps the
+name-based fallback (with ``unreached="drop"``, a site that never ran in a unit that did gets no program
+callee: smaller slices, and more of them wrong on inputs that take new paths). Resolved edges are never dropped, and partly resolved sites keep their static
+callees. A site that ran but only ever called code outside the program (``m.group()`` on a regex
+match) gets no program callee.
 
 Observed behaviour is not proof: an input that takes a path no observed run took may reach a callee
 never observed. :func:`validate_hybrid` therefore runs every hybrid evaluator on held-out inputs (inputs
@@ -54,12 +56,16 @@ class Observations:
     writes them (in the source's coordinates)."""
 
     calls: dict[SiteKey, set[CodeKey]] = field(default_factory=dict)
+    reached: set[SiteKey] = field(default_factory=set)
     started: set[CodeKey] = field(default_factory=set)
     uncreated: set[CodeKey] = field(default_factory=set)
     files: dict[str, str] = field(default_factory=dict)
     runs: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)  # input ids of a profiling campaign, if any
     origin: str = ""
+    # An unresolved site that never ran a call while its code unit ran: "keep" its name fallback
+    # (default), or "drop" it (no program callee: smaller slices, more often wrong on new inputs).
+    unreached: str = "keep"
 
     @classmethod
     def load(cls, path: str | Path) -> Observations:
@@ -78,18 +84,27 @@ class Observations:
         calls: dict[SiteKey, set[CodeKey]] = defaultdict(set)
         for c in data.get("calls", []):
             calls[(c[0], int(c[1]), int(c[2]), int(c[3]), int(c[4]))].add((c[5], c[6], int(c[7])))
-        return cls(dict(calls), {(s[0], s[1], int(s[2])) for s in data.get("started", [])},
+        return cls(dict(calls), {(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in data.get("reached", [])},
+                   {(s[0], s[1], int(s[2])) for s in data.get("started", [])},
                    {(s[0], s[1], int(s[2])) for s in data.get("uncreated", [])}, dict(data.get("files", {})),
                    list(data.get("runs", [])), list(data.get("inputs", [])), origin)
 
     @classmethod
-    def coerce(cls, value: Any) -> Observations:
-        """An Observations from itself, a path, or a JSON document."""
+    def coerce(cls, value: Any, unreached: str | None = None) -> Observations:
+        """An Observations from itself, a path, or a JSON document (``unreached``: see the field)."""
         if isinstance(value, Observations):
-            return value
-        if isinstance(value, dict):
-            return cls.from_dict(value)
-        return cls.load(value)
+            found = value
+        elif isinstance(value, dict):
+            found = cls.from_dict(value)
+        else:
+            found = cls.load(value)
+        if unreached is not None and unreached != found.unreached:
+            if unreached not in ("keep", "drop"):
+                raise ObservationsError(f"unreached={unreached!r}: choose keep or drop")
+            from dataclasses import replace
+
+            found = replace(found, unreached=unreached)
+        return found
 
     def observed_argv(self) -> list[list[str]]:
         """The program arguments of every run that contributed observations."""
@@ -102,11 +117,15 @@ class Observations:
     # ------------------------------------------------------------------ used by sdg._resolve_calls
     def callees_for(self, sdg, proc_key: tuple[str, str], site) -> list[tuple[str, str]] | None:
         """Program callees of an unresolved call site according to the observations (procedure keys),
-        or None when no observation covers the site (its unit never ran, or its file changed)."""
+        or None when no observation covers the site (it never ran a call, or its file changed)."""
         bound = _bind(self, sdg)
-        if proc_key[0] in bound.stale or not _ran(sdg, bound, proc_key):
+        key = (site.file, site.line, site.col, site.end_line, site.end_col)
+        if proc_key[0] in bound.stale:
             return None
-        found = list(bound.calls.get((site.file, site.line, site.col, site.end_line, site.end_col), ()))
+        if key not in bound.calls and key not in bound.reached:  # the site never ran a call
+            if self.unreached != "drop" or not _ran(sdg, bound, proc_key):
+                return None  # nothing is known about it
+        found = list(bound.calls.get(key, ()))
         if bound.uncreated:  # generator functions that ran, created by calls nobody saw (3.11)
             name = _called_name(sdg, bound, site)
             found += [c for c in sorted(bound.uncreated) if c not in found and _short_name(c[1]) == name]
@@ -116,10 +135,23 @@ class Observations:
 @dataclass
 class _Bound:
     calls: dict[SiteKey, list[tuple[str, str]]]
+    reached: set[SiteKey]
     ran: set[tuple[str, str]]
     uncreated: set[tuple[str, str]]
     stale: set[str]
     call_nodes: dict[str, dict[tuple[int, int, int, int], ast.Call]] = field(default_factory=dict)
+
+
+def _ran(sdg, bound: _Bound, key: tuple[str, str]) -> bool:
+    """Did the unit run? A comprehension counts as run when its enclosing unit ran (3.12+ inlines list,
+    set and dict comprehensions into it: they have no code object of their own)."""
+    unit = sdg.procs[key].unit
+    while True:
+        if (key[0], unit.qualname) in bound.ran:
+            return True
+        if unit.kind != "comprehension" or unit.parent is None:
+            return False
+        unit = unit.parent
 
 
 def _short_name(qualname: str) -> str:
@@ -166,9 +198,10 @@ def _bind(obs: Observations, sdg) -> _Bound:
     for site, callees in obs.calls.items():
         if site[0] not in stale:
             calls[site] = sorted({k for c in callees for k in keys(c)})
+    reached = {site for site in obs.reached if site[0] not in stale}
     ran = {k for c in obs.started for k in keys(c)}
     uncreated = {k for c in obs.uncreated for k in keys(c)}
-    bound = _Bound(calls, ran, uncreated, stale)
+    bound = _Bound(calls, reached, ran, uncreated, stale)
     sdg.__dict__["_observed_bound"] = (obs, bound)
     return bound
 
@@ -180,18 +213,6 @@ def _unit_lines(unit) -> set[int]:
     lines = {node.lineno}
     lines.update(d.lineno for d in getattr(node, "decorator_list", []))
     return lines
-
-
-def _ran(sdg, bound: _Bound, key: tuple[str, str]) -> bool:
-    """Did the unit run? A comprehension counts as run when its enclosing unit ran (3.12+ inlines list,
-    set and dict comprehensions into it: they have no code object of their own)."""
-    unit = sdg.procs[key].unit
-    while True:
-        if (key[0], unit.qualname) in bound.ran:
-            return True
-        if unit.kind != "comprehension" or unit.parent is None:
-            return False
-        unit = unit.parent
 
 
 # ---------------------------------------------------------------------- build -> source coordinates
@@ -287,6 +308,7 @@ def build_to_source(raw: dict[str, Any], build: Path, log=lambda _m: None) -> di
         if s is not None and callee is not None:
             calls.add((*s, *callee))
     out["calls"] = [list(c) for c in sorted(calls)]
+    out["reached"] = [list(r) for r in sorted({tuple(m) for m in map(site, raw.get("reached", [])) if m is not None})]
     for key in ("started", "uncreated"):
         out[key] = [list(x) for x in sorted({tuple(m) for m in map(code, raw.get(key, [])) if m is not None})]
     return out
@@ -302,12 +324,13 @@ def record_build_run(raw_path: Path, build: Path, dest: Path, log=lambda _m: Non
 
 
 # ---------------------------------------------------------------------- sessions and validation
-def hybrid_session(static, observations):
+def hybrid_session(static, observations, unreached: str | None = None):
     """A SliceSession using ``observations``, sharing the program and call graph of ``static`` (a
-    SliceSession): only the SDG is built again."""
+    SliceSession): only the SDG is built again. ``unreached``: see :attr:`Observations.unreached`."""
     from .evaluators import SliceSession
 
-    return SliceSession(static.program.root, static.entry, observed_calls=Observations.coerce(observations), reuse=static)
+    return SliceSession(static.program.root, static.entry, reuse=static,
+                        observed_calls=Observations.coerce(observations, unreached))
 
 
 @dataclass

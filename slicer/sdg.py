@@ -528,13 +528,19 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         sdg.graph.add_node(node(vid))
     for a, b, kind in control_dependences(cfg):
         sdg.add_edge(node(a), node(b), "control", kind)
+    own_scope = proc.unit.qualname if proc.unit.kind != "module" else None
     for vid, acc in access.items():
         direct_uses = proc.access[vid].uses
         wanted = reaching[vid].keys() if ANY in acc.uses else acc.uses
         for loc in wanted:
             sources = set(reaching[vid].get(loc, ()))
             if loc != ANY:
-                sources |= set(reaching[vid].get(ANY, ()))
+                any_defs = reaching[vid].get(ANY, ())
+                if own_scope is not None and loc[0] == "var" and loc[1] == own_scope:
+                    # A callee that may touch anything still cannot rebind the caller's local variables:
+                    # only this procedure's own unmodelled constructs (exec, locals()...) can.
+                    any_defs = [d for d in any_defs if ANY in proc.access[d].defs or d == entry]
+                sources |= set(any_defs)
             for d in sources:
                 for src in _def_sources(sdg, proc, d, loc, effects_def, entry, result_only):
                     if loc in direct_uses or ANY in acc.uses:
