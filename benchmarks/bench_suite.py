@@ -115,7 +115,7 @@ def render(rows: list[dict], args, elapsed: float) -> list[str]:
         rss = record["metrics"]["max_rss_kb"]["validation"]
         ev = record["evaluator"]
         features = "; ".join(f"{f['kind']} @ {f['file']}:{f['line']}" for f in record["features"]) or "none"
-        rounds = len(record["rounds"])
+        rounds = len([r for r in record["rounds"] if not r.get("lookahead")])
         overhead = (record["campaign"].get("overhead") or {}).get("median_overhead")
         budget = row.get("budget") or {}
         fidelity = ev["fidelity"]
@@ -138,7 +138,7 @@ def render(rows: list[dict], args, elapsed: float) -> list[str]:
         bb = wall["blackbox"].get("median_rel_error")
         if bb is not None and median:
             goals.append(f"black box {bb / median:.1f}× the model's median error")
-        notes.append(f"- **{row['program']}** ({row['seconds'] / 60:.1f} min): " + "; ".join(goals) + ".")
+        notes.append(f"- **{row['program']}**" + (f" ({row['seconds'] / 60:.1f} min)" if row.get("seconds") else "") + ": " + "; ".join(goals) + ".")
     return lines + ["", *notes]
 
 
@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lookahead", type=int, default=None, help="default 30 (quick 10)")
     parser.add_argument("--no-budget", action="store_true", help="skip the budget-mode measurement")
     parser.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
+    parser.add_argument("--render-only", action="store_true",
+                        help="write the table from the build records already in benchmarks/work/suite (no builds)")
     args = parser.parse_args(argv)
     programs = args.programs.split(",") if args.programs else (["sqlparse"] if args.quick else list(PROGRAMS))
     args.count = args.count or (40 if args.quick else 300)
@@ -159,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     lookahead = args.lookahead if args.lookahead is not None else (10 if args.quick else 30)
     started = time.perf_counter()
     rows = []
+    if args.render_only:
+        for name in programs:
+            record = WORK / name / "predictor" / "build.json"
+            if record.exists():
+                seconds = json.loads(record.read_text()).get("build_seconds", 0.0)
+                rows.append({"program": name, "seconds": seconds, "record": str(record), "budget": None})
+            else:
+                rows.append({"program": name, "error": "not built in this run (see the README: time budget)"})
+        programs = []
     for name in programs:
         try:
             rows.append(bench_program(name, args.count, args.train_fraction, args.jobs, lookahead,

@@ -333,6 +333,13 @@ class Builder:
     # -------------------------------------------------------------- stages
     def run(self) -> dict[str, Any]:
         """Every stage; returns the build record (build.json) after writing the package."""
+        started = time.perf_counter()
+        record = self._run()
+        record["build_seconds"] = time.perf_counter() - started
+        (Path(self.options.out) / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        return record
+
+    def _run(self) -> dict[str, Any]:
         from mantispy.predictor import validate, write_package
         from mantispy.slicer.evaluators import SliceSession
 
@@ -504,7 +511,7 @@ class Builder:
     def fit(self, store: RunStore, campaign, metric: str, excluded: set[str], sensitivity: bool) -> dict[str, Any]:
         request = FitRequest(metric=metric, degree=self.options.degree, train_fraction=self.options.train_fraction,
                              method=self.options.method, seed=self.options.seed, exclude=tuple(sorted(excluded)),
-                             sensitivity=sensitivity, metrics_from="original")
+                             sensitivity=sensitivity, metrics_from="original", constant_fallback=True)
         try:
             return fit_campaign(store, campaign.name, request)
         except ModelingError as exc:

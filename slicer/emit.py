@@ -1376,16 +1376,24 @@ def evaluate_all(argv=None, **kwargs):
             sys.modules.pop(name, None)
         sys.modules.update(saved_modules)
         sink.close()
+    return _outcome(status, errors)
+
+
+class InputRejected(Exception):
+    """The sliced program exited with a non-zero status: the input is not one the program accepts."""
+
+
+def _outcome(status, errors):
+    """The values of one evaluation, or why there are none (a refused write, a rejected input)."""
+    import _mantis_eval
+    import _mantis_guard
+
     if _mantis_guard.VIOLATIONS:
         raise PermissionError(_mantis_guard.VIOLATIONS[0])
     if status not in (None, 0):
         said = errors.last_line()
         raise InputRejected(f"the program rejects this input (exit status {{status}})" + (f": {{said}}" if said else ""))
     return {{fid: float(v) for fid, v in _mantis_eval.values().items()}}
-
-
-class InputRejected(Exception):
-    """The sliced program exited with a non-zero status: the input is not one the program accepts."""
 
 
 def serve(requests=None, replies=None):
@@ -1493,12 +1501,7 @@ def _evaluate_here(argv, kwargs):
         status = exc.code
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    if _mantis_guard.VIOLATIONS:
-        raise PermissionError(_mantis_guard.VIOLATIONS[0])
-    if status not in (None, 0):
-        said = errors.last_line()
-        raise InputRejected(f"the program rejects this input (exit status {{status}})" + (f": {{said}}" if said else ""))
-    return {{fid: float(v) for fid, v in _mantis_eval.values().items()}}
+    return _outcome(status, errors)
 
 
 class _Tail:

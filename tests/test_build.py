@@ -172,3 +172,18 @@ def test_build_errors_are_one_line(tmp_path):
     assert proc.returncode == 1 and "not empty" in proc.stderr
     assert (tmp_path / "p" / "keep.txt").read_text() == "user data"
     assert not spec.exists()
+
+
+def test_when_every_evaluator_is_too_costly_the_models_are_constants(built, tmp_path):
+    root, _, _, _, options = built
+    from dataclasses import replace
+
+    logs: list[str] = []
+    record = build(replace(options, out=tmp_path / "constant", max_cost=1e-6, lookahead=5), log=logs.append)
+    for data in record["metrics"].values():
+        assert data["model"]["terms"] == [] and data["model"]["method"] == "constant"
+        assert data["validation"]["n"] == 12
+    assert record["features"] == [] and record["evaluator"]["features"] == []
+    module = load_predictor(tmp_path / "constant")
+    estimate = module.predict(["--size", "50"], cwd=root / "batchjob")
+    assert estimate == {m: d["model"]["intercept"] for m, d in record["metrics"].items()}

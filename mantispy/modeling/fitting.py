@@ -37,6 +37,7 @@ class FitRequest:
     exclude: tuple[str, ...] = ()
     sensitivity: bool = True
     metrics_from: str = "instrumented"  # "original": metrics of the uninstrumented runs (calibration_runs = "all")
+    constant_fallback: bool = False  # no usable feature: a constant model instead of an error (mantispy build)
 
 
 def resolve_metric(name: str) -> str:
@@ -115,7 +116,12 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
             f"{n_inputs} inputs give {len(train_ids)} for training at --train-fraction {request.train_fraction:g}; "
             f"need at least 4 training inputs and 1 held out: profile ~{need}+ inputs or raise --train-fraction"
         )
-    est, train, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request)
+    try:
+        est, train, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request)
+    except ModelingError:
+        if not request.constant_fallback:
+            raise
+        return _constant_model(campaign, frame, metric, metric_col, train_ids, test_ids, request, store)
     model = artefact.from_estimator(est, metric)
     y_test = test[metric_col].to_numpy()
     model["features"] = artefact.describe_features(model, campaign.manifest)
@@ -160,6 +166,34 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
             evaluation["lambda_path"] = _lambda_path(est, train, test, columns, metric_col)
         evaluation["training_sizes"] = _training_sizes(frame, columns, metric_col, request)
     model["evaluation"] = evaluation
+    return model
+
+
+def _constant_model(campaign, frame, metric, metric_col, train_ids, test_ids, request: FitRequest,
+                    store: RunStore) -> dict[str, Any]:
+    """No usable feature is left (the cost loop rejected them all): the constant that minimises the
+    training runs' squared relative error, sum(1/y) / sum(1/y^2), evaluated like any model."""
+    train = frame[frame["input_id"].isin(train_ids)]
+    test = frame[frame["input_id"].isin(test_ids)]
+    y = train[metric_col].to_numpy(dtype=float)
+    constant = float(np.sum(1 / y) / np.sum(1 / y ** 2))
+    y_test = test[metric_col].to_numpy()
+    predicted = np.full(len(y_test), constant)
+    model = {"format": artefact.MODEL_FORMAT, "version": artefact.MODEL_VERSION, "metric": metric,
+             "method": "constant", "degree": 0, "intercept": constant, "terms": [], "scaling": {}, "aliases": {},
+             "features": {}}
+    model["training"] = {"store": str(store.path), "campaign": campaign.name, "source_hash": campaign.source_hash,
+                         "metric": metric, "metrics_from": request.metrics_from, "seed": request.seed,
+                         "train_fraction": request.train_fraction, "train_inputs": train_ids, "test_inputs": test_ids,
+                         "n_train_runs": int(len(train)), "n_test_runs": int(len(test)),
+                         "excluded": list(request.exclude), "constant": "no usable feature left"}
+    model["evaluation"] = {
+        "test": relative_errors(predicted, y_test),
+        "train": relative_errors(np.full(len(y), constant), y),
+        "test_predictions": [{"input_id": i, "actual": float(a), "predicted": constant}
+                             for i, a in zip(test["input_id"], y_test)],
+        "blackbox": _blackbox(frame, metric_col, train_ids, test_ids, request),
+    }
     return model
 
 
