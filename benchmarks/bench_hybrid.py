@@ -88,7 +88,8 @@ def all_counters(static, hybrid, counters: list[str]) -> list[tuple[str, int, in
     return sizes
 
 
-def bench(name: str, n_features: int, tmp: Path, python: str = sys.executable, largest: int = 0) -> dict:
+def bench(name: str, n_features: int, tmp: Path, python: str = sys.executable, largest: int = 0,
+          unreached: str = "keep") -> dict:
     info = PROGRAMS[name]
     src = source_of(name, tmp)
     obs_file = tmp / f"{name}.calls.json"
@@ -98,7 +99,7 @@ def bench(name: str, n_features: int, tmp: Path, python: str = sys.executable, l
     static = SliceSession(src, info["entry"])
     static_s = time.perf_counter() - started
     started = time.perf_counter()
-    hybrid = hybrid_session(static, obs_file)
+    hybrid = hybrid_session(static, obs_file, unreached)
     hybrid_s = time.perf_counter() - started
     counters = [f for f, i in static.features.items() if i["kind"] in ("loop", "branch", "call", "exception")]
     step = len(counters) / n_features
@@ -138,7 +139,7 @@ def bench(name: str, n_features: int, tmp: Path, python: str = sys.executable, l
         distribution["largest_hybrid_fidelity_100"] = sum(r["hybrid_fidelity"] == 1.0 for r in big)
         distribution["largest_static_fidelity_100"] = sum(r["static_fidelity"] == 1.0 for r in big)
     result = {
-        "program": name, "python": sys.version.split()[0],
+        "program": name, "python": sys.version.split()[0], "unreached": unreached,
         "recorded_with": subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
                                         text=True).stdout.strip(),
         "train_inputs": info["train"], "held_out_inputs": info["held_out"],
@@ -171,13 +172,15 @@ def main() -> None:
     parser.add_argument("-o", "--out", type=Path, default=None)
     parser.add_argument("--largest", type=int, default=0,
                         help="Also slice every counter, and validate this many with the largest reductions")
+    parser.add_argument("--unreached", choices=("keep", "drop"), default="keep",
+                        help="Unresolved sites that never ran in a unit that did: keep the name fallback or drop it")
     parser.add_argument("--record-python", default=sys.executable,
                         help="Interpreter the training runs are recorded with (e.g. a 3.12 one: sys.monitoring)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="mantis-bench-hybrid-") as tmp:
         for name in ([args.only] if args.only else list(PROGRAMS)):
-            result = bench(name, args.features, Path(tmp), args.record_python, args.largest)
+            result = bench(name, args.features, Path(tmp), args.record_python, args.largest, args.unreached)
             results.append(result)
             summary = {k: v for k, v in result.items() if k != "rows"}
             print(json.dumps(summary, indent=1))

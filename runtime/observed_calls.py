@@ -68,6 +68,7 @@ class Recorder:
         self._where: dict[int, tuple] = {}  # id(code) -> (code, rel file or None)
         self._files: dict[str, str | None] = {}  # co_filename -> rel file or None
         self.pairs: set[tuple[int, int, int]] = set()  # (id(caller code), caller offset, id(callee code))
+        self.reached: set[tuple[int, int]] = set()  # (id(code), offset) of every call instruction of the program that ran
         self.started: set[int] = set()  # ids of program code objects that ran
         self.created: set[int] = set()  # ids of generator-like program code seen created by a program call
         self.tool: int | None = None
@@ -99,6 +100,11 @@ class Recorder:
     # ------------------------------------------------------------------ 3.11: sys.setprofile
     def _profile(self, frame, event, arg):
         if event != "call":
+            if event == "c_call":  # a builtin called from ``frame``: its call site ran
+                code = frame.f_code
+                entry = self._where.get(id(code)) or self._learn(code)
+                if entry[1] is not None:
+                    self.reached.add((id(code), frame.f_lasti))
             return
         code = frame.f_code
         entry = self._where.get(id(code)) or self._learn(code)
@@ -115,6 +121,7 @@ class Recorder:
         centry = self._where.get(id(ccode)) or self._learn(ccode)
         if centry[1] is not None:
             self.pairs.add((id(ccode), caller.f_lasti, id(code)))
+            self.reached.add((id(ccode), caller.f_lasti))
 
     # ------------------------------------------------------------------ 3.12+: sys.monitoring
     def _py_start(self, code, offset):
@@ -138,6 +145,7 @@ class Recorder:
         entry = self._where.get(id(code)) or self._learn(code)
         if entry[1] is None:
             return _DISABLE  # a call site outside the program: never recorded
+        self.reached.add((id(code), offset))
         kind = type(callable_)
         if kind is _FunctionType:
             func = callable_
@@ -198,21 +206,28 @@ class Recorder:
     def snapshot(self) -> dict:
         """The observations so far, in this module's JSON format (see :func:`empty`)."""
         positions: dict[int, list] = {}
+
+        def position(code_id: int, offset: int) -> tuple | None:
+            if code_id not in positions:
+                positions[code_id] = list(self._where[code_id][0].co_positions())
+            table = positions[code_id]
+            if not 0 <= offset // 2 < len(table):
+                return None
+            line, end_line, col, end_col = table[offset // 2]
+            if line is None or col is None or end_line is None or end_col is None:
+                return None
+            return (self._where[code_id][1], line, col, end_line, end_col)
+
         calls = set()
         for ccode_id, offset, code_id in list(self.pairs):
             ccode, crel = self._where[ccode_id]
             code, rel = self._where[code_id]
             if code.co_name in _INLINED:  # 3.11 runs these as calls; 3.12+ inlines them
                 continue
-            if ccode_id not in positions:
-                positions[ccode_id] = list(ccode.co_positions())
-            table = positions[ccode_id]
-            if not 0 <= offset // 2 < len(table):
-                continue
-            line, end_line, col, end_col = table[offset // 2]
-            if line is None or col is None or end_line is None or end_col is None:
-                continue
-            calls.add((crel, line, col, end_line, end_col, rel, code.co_qualname, code.co_firstlineno))
+            site = position(ccode_id, offset)
+            if site is not None:
+                calls.add((*site, rel, code.co_qualname, code.co_firstlineno))
+        reached = {site for site in (position(c, o) for c, o in list(self.reached)) if site is not None}
         started = set()
         uncreated = set()
         for code_id in list(self.started):
@@ -229,6 +244,7 @@ class Recorder:
                          "pid": os.getpid()}]
         data["calls"] = sorted(list(c) for c in calls)
         data["started"] = sorted(list(s) for s in started)
+        data["reached"] = sorted(list(s) for s in reached)
         data["uncreated"] = sorted(list(s) for s in uncreated)
         return data
 
@@ -241,11 +257,12 @@ def empty(root: str = "") -> dict:
     """An observations document with nothing in it.
 
     ``calls``: ``[site_file, line, col, end_line, end_col, callee_file, callee_qualname, callee_line]``;
-    ``started``: ``[file, qualname, line]`` of every program code object that ran; ``uncreated``: the
+    ``reached``: ``[file, line, col, end_line, end_col]`` of every call site of the program that ran a
+    call, whatever it called (3.11 misses calls of classes and of generator functions); ``started``: ``[file, qualname, line]`` of every program code object that ran; ``uncreated``: the
     generator-like ones among them whose creating call was not seen; ``files``: ``{file: sha256}`` of
     the files as they ran; ``runs``: one entry per recorded process."""
     return {"format": FORMAT, "version": VERSION, "root": root, "files": {}, "runs": [], "calls": [],
-            "started": [], "uncreated": []}
+            "reached": [], "started": [], "uncreated": []}
 
 
 def merge(old: dict, new: dict) -> dict:
@@ -259,7 +276,7 @@ def merge(old: dict, new: dict) -> dict:
     out = empty(old.get("root") or new.get("root", ""))
     out["files"] = {**old.get("files", {}), **new.get("files", {})}
     out["runs"] = [*old.get("runs", []), *new.get("runs", [])]
-    for key in ("calls", "started", "uncreated"):
+    for key in ("calls", "reached", "started", "uncreated"):
         out[key] = sorted({tuple(x) for x in old.get(key, [])} | {tuple(x) for x in new.get(key, [])})
         out[key] = [list(x) for x in out[key]]
     return out

@@ -80,6 +80,8 @@ def main(argv):
         if ch.isupper():
             count += 1
     tail = getattr(sys.modules[__name__], "fmt_" + argv[2])(word)
+    if tail == "never":
+        tail = obj.process(tail)
     print(word, count, tail, selftest())
 
 
@@ -162,6 +164,10 @@ def test_recording_gives_exactly_the_pairs_the_program_reached(tmp_path, version
     assert {s[1] for s in data["started"]} == ran  # fmt_shout never ran
     assert data["uncreated"] == ([] if monitoring else [["prog.py", "pieces", def_line(source, "pieces")]])
     assert set(data["files"]) == {"prog.py"}
+    reached = {tuple(r) for r in data["reached"]}
+    assert {tuple(c[:5]) for c in data["calls"]} <= reached  # every site with a pair ran
+    assert tuple(call_at(source, "ch.isupper()")) in reached  # a builtin's call site ran too
+    assert tuple(call_at(source, "s.upper()")) in reached
     # A second run merges: the shout formatter joins, nothing is lost.
     merged = record(python, src, tmp_path / "calls.json", [["upper", "abc", "shout"]], runtime)
     assert len(merged["runs"]) == 2
@@ -195,6 +201,16 @@ def test_observed_calls_resolve_only_what_inference_could_not(sessions):
         "prog.py:fmt_shout", "prog.py:fmt_twice"]
 
 
+def test_a_site_that_never_ran_keeps_its_fallback_unless_asked_to_drop_it(sessions):
+    src, static, hybrid = sessions
+    texts = {info["text"]: info for info in hybrid.sdg.observed_sites.values()}
+    assert "obj.process(tail)" not in texts  # its unit ran, the site did not: nothing is known about it
+    dropped = hybrid_session(static, hybrid.observed_calls, unreached="drop")
+    texts = {info["text"]: info for info in dropped.sdg.observed_sites.values()}
+    assert texts["obj.process(tail)"]["callees"] == []
+    assert sorted(texts["obj.process(tail)"]["instead_of"]) == ["prog.py:Rev.process", "prog.py:Upper.process"]
+
+
 def test_hybrid_slice_is_smaller_and_faithful_on_held_out_inputs(sessions):
     src, static, hybrid = sessions
     plain, mixed = static.slice(LOOP), hybrid.slice(LOOP)
@@ -202,7 +218,7 @@ def test_hybrid_slice_is_smaller_and_faithful_on_held_out_inputs(sessions):
     observed = [c for c in mixed.calls if c["resolved"] == "observed"]
     assert [c["callees"] for c in observed] == [["prog.py:Upper.process"]]
     assert [o["text"] for o in mixed.extra["calls_observed"]] == ["obj.process(argv[1])"]
-    assert not any("obj.process" in u for u in mixed.unresolved)  # no longer "kept conservatively"
+    assert not any("obj.process(argv[1])" in u for u in mixed.unresolved)  # no longer "kept conservatively"
     held_out = [["upper", "hello", "twice"], ["upper", "a1b2", "shout"]]
     verdict, = validate_hybrid(static, hybrid, src, [LOOP], held_out, cwd=src)
     assert verdict.trusted and verdict.use == "hybrid" and verdict.hybrid_fidelity == 1.0, verdict

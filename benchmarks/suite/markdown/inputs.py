@@ -152,7 +152,32 @@ def _block(rng: random.Random, kind: str, density: float, depth: int, inline: Fr
     return [f"[r{rng.randint(1, 20)}]: https://example.net/{_words(rng, 1)}/{rng.randint(1, 999)} \"{_words(rng, 2)}\"" for _ in range(rng.randint(2, 6))] + [""]
 
 
-def document(rng: random.Random, style: str, size: int, density: float, depth: int, inline: Fragments) -> str:
+class Blocks:
+    """Pools of blocks per (kind, inline density, nesting depth), each grown on demand from its own seed:
+    a document draws its blocks from the pools, so that 300 documents are assembled fast (the generator
+    runs on every spec load) while each still mixes its own sequence of blocks."""
+
+    SIZE = 24
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.inline = Fragments(random.Random(f"{seed}:inline"))
+        self.pools: dict[tuple[str, float, int], tuple[random.Random, list[str], list[int]]] = {}
+
+    def block(self, rng: random.Random, kind: str, density: float, depth: int) -> tuple[str, int]:
+        key = (kind, density, depth if kind in ("list", "quote") else 0)
+        if key not in self.pools:
+            self.pools[key] = (random.Random(f"{self.seed}:{key}"), [], [])
+        own, texts, lengths = self.pools[key]
+        k = rng.randrange(self.SIZE)
+        while len(texts) <= k:
+            text = "\n".join(_block(own, kind, density, key[2], self.inline))
+            texts.append(text)
+            lengths.append(len(text) + 1)
+        return texts[k], lengths[k]
+
+
+def document(rng: random.Random, style: str, size: int, density: float, depth: int, blocks: Blocks) -> str:
     """A document of about ``size`` characters in the given style."""
     weights = STYLES[style]
     kinds = list(weights)
@@ -160,11 +185,11 @@ def document(rng: random.Random, style: str, size: int, density: float, depth: i
     out = ["Title: " + _words(rng, 3), "Author: " + _words(rng, 2), "", f"# {_words(rng, 4).title()}", ""]
     length = 0
     while length < size:
-        block = _block(rng, rng.choices(kinds, cum_weights=cum_weights)[0], density, depth, inline)
-        length += sum(len(line) + 1 for line in block)
-        out += block
+        text, n = blocks.block(rng, rng.choices(kinds, cum_weights=cum_weights)[0], density, depth)
+        out.append(text)
+        length += n
     for n in range(1, 9):
-        out.append(f"[^n{n}]: {inline(rng, 6, density)}")
+        out.append(f"[^n{n}]: {blocks.inline(rng, 6, density)}")
     out += ["", "*[HTML]: Hyper Text Markup Language", "*[API]: application programming interface"]
     return "\n".join(out) + "\n"
 
@@ -194,7 +219,7 @@ EXTENSION_COST = {"none": 0.5, "extra": 1.0, "docs": 1.6, "full": 2.2, "tables":
 def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/markdown"):
     """Yield ``count`` input records; documents land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
-    inline = Fragments(random.Random(seed * 7919 + 1))
+    blocks = Blocks(seed)
     folder = Path(out_dir) if Path(out_dir).is_absolute() else HERE / out_dir
     folder.mkdir(parents=True, exist_ok=True)
     for n in range(count):
@@ -207,7 +232,7 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/markdown"):
         size_kb = min(rng.choice((8, 20, 50, 100, 150)), work_kb)
         repeat = max(1, min(8, round(work_kb / size_kb)))
         path = folder / f"m{n:04d}-{style}.md"
-        _write(path, document(random.Random(rng.getrandbits(32)), style, int(size_kb * 1000), density, depth, inline))
+        _write(path, document(random.Random(rng.getrandbits(32)), style, int(size_kb * 1000), density, depth, blocks))
         argv = ["--extensions", EXTENSION_SETS[extensions], "--output-format", rng.choice(("html", "html", "xhtml")),
                 "--tab-length", str(rng.choice((4, 4, 4, 2, 8))), "--repeat", str(repeat), _rel(path)]
         if rng.random() < 0.3:

@@ -238,9 +238,7 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/sqlparse"):
                    "--indent-width", str(rng.choice((2, 4))), "--repeat", str(repeat)]
         if reindent == "reindent":
             options.append("--reindent")
-            for flag, p in (("--comma-first", 0.2), ("--compact", 0.2)):
-                if rng.random() < p:
-                    options.append(flag)
+            options += [flag for flag in ("--comma-first", "--compact") if rng.random() < 0.2]
             if rng.random() < 0.25:
                 options += ["--wrap-after", str(rng.choice((40, 80, 120)))]
         elif reindent == "aligned":
@@ -256,6 +254,4 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/sqlparse"):
         comments, strings = rng.choice((0.0, 0.1, 0.4)), rng.choice((0.05, 0.3, 0.7))
         path = folder / f"s{n:04d}-{mix}-c{complexity}.sql"
         _write(path, pools.script(random.Random(rng.getrandbits(32)), mix, complexity, comments, strings, max(size, 300)))
-        argv = options
-        argv.append(_rel(path))
-        yield {"id": f"sqlparse-{n:04d}", "argv": argv, "files": [_rel(path)]}
+        yield {"id": f"sqlparse-{n:04d}", "argv": [*options, _rel(path)], "files": [_rel(path)]}

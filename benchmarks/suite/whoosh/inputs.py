@@ -117,9 +117,11 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/whoosh"):
         segments = rng.choice((1, 1, 1, 2, 4, 8))
         if highlight and shape in HIGHLIGHT_PER_HIT and hits * pages > 10:
             hits, pages = min(hits, 10), 1
+        # Expanding a wildcard or fuzzy term scans each segment's term list.
+        per_segment = 1 + segments / 4 if shape in ("wildcard", "fuzzy", "mixed") else 1
         per_hit = HIGHLIGHT_PER_HIT.get(shape, 0.04) * (1 + segments / 4) if highlight else 0
         per_query_ms = (QUERY_MS[shape] * (1 + docs * doc_words / 20000) * (1.5 if fields != "body" else 1)
-                        * (1 + 0.4 * (pages - 1)) * (3 if correct else 1) * (1 + pages * hits * per_hit))
+                        * per_segment * (1 + 0.4 * (pages - 1)) * (3 if correct else 1) * (1 + pages * hits * per_hit))
         budget_ms = 80 * 15 ** rng.random()  # query work: 80 ms .. 1.2 s (estimated)
         queries_n = max(2, min(rng.randint(5, 80), int(budget_ms / per_query_ms)))
         lines = [f"# {shape} queries, {terms} terms"]
