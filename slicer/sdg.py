@@ -638,9 +638,20 @@ def _def_sources(sdg: SDG, proc: Procedure, d: int, loc: tuple, effects_def, ent
     elif loc in own or loc == ANY:
         sources.append(sdg.vertex(proc.key, d))
     for call in effects_def.get(d, {}).get(loc, []):
-        mutated = loc not in {_local_form(m, file) for m in _call_mod(sdg, call)}
+        mutated = loc not in _local_mod(sdg, call, file)
         sources.append(sdg.actual("aout", call, ARGMUT if mutated else _sdg_form(loc, file)))
     return sources or [sdg.vertex(proc.key, d)]
+
+
+def _local_mod(sdg: SDG, call: CallRecord, file: str) -> frozenset:
+    """A call's MOD set in the caller's local forms (memoised: MOD sets of big programs are large, and
+    every def-use pair through the call asks)."""
+    cache = sdg.__dict__.setdefault("_local_mod_cache", {})
+    key = (call.id, file)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = frozenset(_local_form(m, file) for m in _call_mod(sdg, call))
+    return found
 
 
 # ---------------------------------------------------------------------- summary edges
