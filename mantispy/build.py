@@ -433,7 +433,12 @@ class Builder:
     def _observed_key(self, spec: CampaignSpec) -> str:
         from mantispy.profiler import instrument_tree_hash
 
-        return f"{instrument_tree_hash(spec.source_root)}:{','.join(sorted(r.id for r in spec.inputs))}"
+        import hashlib
+
+        from mantispy.runtime import observed_calls as recorder
+
+        version = hashlib.sha256(Path(recorder.__file__).read_bytes()).hexdigest()[:12]  # the recorder's format
+        return f"{instrument_tree_hash(spec.source_root)}:{version}:{','.join(sorted(r.id for r in spec.inputs))}"
 
     def cost_inputs(self, frame, train_ids: list[str]) -> list[dict[str, Any]]:
         """Training inputs to time evaluators on: the fastest, the median and the slowest (by wall time)."""
