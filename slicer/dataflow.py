@@ -114,7 +114,7 @@ class Scopes:
             symbol = table.lookup(name)
         except KeyError:
             return ("var", "<module>", name) if unit.kind != "class" else ("var", unit.qualname, name)
-        if symbol.is_global() or (unit.kind == "module"):
+        if _is_global(table, symbol) or (unit.kind == "module"):
             return ("var", "<module>", name)
         if symbol.is_free():
             outer = unit.parent
@@ -131,6 +131,14 @@ class Scopes:
         if symbol.is_local() or symbol.is_parameter():
             return ("var", unit.qualname, name)
         return ("var", "<module>", name)
+
+
+def _is_global(table: symtable.SymbolTable, symbol: symtable.Symbol) -> bool:
+    """``symbol.is_global()`` without its slip: CPython's symtable treats every table whose name is
+    ``top`` as the module's, so a local of a function called ``top`` reads as a global there."""
+    if table.get_type() != "module" and symbol.is_local():
+        return False
+    return symbol.is_global()
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -267,6 +275,8 @@ class _Collector(ast.NodeVisitor):
                 self.access.outside_effects.append(name or method)
             if externals.is_pure_method(method) or (name is not None and externals.is_pure(name)):
                 return
+            if self._mutated_argument(node, name):
+                return
             if externals.is_mutator(method):
                 if receiver is not None:
                     self.access.define(receiver, strong=False)
@@ -284,13 +294,20 @@ class _Collector(ast.NodeVisitor):
                 self.access.outside_effects.append(name)
             if externals.is_pure(name):
                 return
-            index = externals.mutated_argument(name)
-            if index is not None and index < len(node.args):
-                loc = self.root(node.args[index])
-                if loc is not None:
-                    self.access.define(loc, strong=False)
+            if self._mutated_argument(node, name):
                 return
         self._unknown(node, None)
+
+    def _mutated_argument(self, node: ast.Call, name: str | None) -> bool:
+        """A known module function that mutates one argument (``heapq.heappush(heap, x)``): a weak write
+        of that argument; True when ``name`` is one."""
+        index = externals.mutated_argument(name) if name is not None else None
+        if index is None or index >= len(node.args):
+            return False
+        loc = self.root(node.args[index])
+        if loc is not None:
+            self.access.define(loc, strong=False)
+        return True
 
     def _advance_arguments(self, node: ast.Call) -> None:
         """Iterating an argument advances it if it is an iterator: a weak write of each argument."""

@@ -34,7 +34,7 @@ import networkx as nx
 
 from .callgraph import CallGraph
 from .cfg import build_cfg, collect_units, iter_units
-from .dataflow import ANY, RET, Access, Scopes, accesses, reaching_definitions
+from .dataflow import ANY, ATTR_ANY, RET, Access, Scopes, accesses, reaching_definitions
 from .ir import CFG, CodeUnit
 from .pdg import control_dependences
 from .program import Program, SourceFile
@@ -59,6 +59,7 @@ class Procedure:
     mod: set = field(default_factory=set)
     ref: set = field(default_factory=set)
     mutates_args: bool = False
+    wide: bool = False  # its attribute fields are collapsed into HEAP (see _collapse_wide_interfaces)
 
 
 @dataclass(eq=False)
@@ -103,6 +104,7 @@ class SDG:
         self.scopes: dict[str, Scopes] = {}
         self.units_by_position: dict[tuple[str, int, int], ProcKey] = {}
         self.units_by_line: dict[tuple[str, int], ProcKey] = {}
+        self.constant_defs: _ConstantDefs = _ConstantDefs({}, None, {})  # see _import_time_constants
 
     # ------------------------------------------------------------------ nodes
     @staticmethod
@@ -144,6 +146,7 @@ def build_sdg(program: Program, callgraph: CallGraph, observed=None) -> SDG:
     _resolve_calls(sdg)
     _local_effects(sdg)
     _propagate_effects(sdg)
+    _collapse_wide_interfaces(sdg)
     _dependences(sdg)
     _summary_edges(sdg)
     return sdg
@@ -363,26 +366,134 @@ def _imported_modules(source: SourceFile, node: ast.AST, module_of: dict[str, st
 
 # ---------------------------------------------------------------------- effects (MOD / REF)
 def _local_effects(sdg: SDG) -> None:
+    through_params: dict[ProcKey, set] = {}
     for key, proc in sdg.procs.items():
         explicit = {id(c) for c in _explicit_call_nodes(sdg, proc)}
         proc.access = accesses(proc.cfg, sdg.scopes[key[0]], internal=lambda call, ids=explicit: id(call) in ids)
         params = {qualify(key[0], loc) for loc in proc.access[proc.cfg.entry.id].defs}
+        through_params[key] = set()
         for vid, access in proc.access.items():
             for loc in access.defs:
                 q = qualify(key[0], loc)
                 if q in params and not access.defs[loc] and vid != proc.cfg.entry.id:
                     proc.mutates_args = True  # a weak write through a parameter: the caller's object
-                elif _nonlocal(q, proc):
+                    through_params[key].add((vid, q))
+    _import_time_constants(sdg)
+    constant = sdg.constant_defs
+    for key, proc in sdg.procs.items():
+        for vid, access in proc.access.items():
+            for loc in access.defs:
+                q = qualify(key[0], loc)
+                if (vid, q) not in through_params[key] and q not in constant and _nonlocal(q, proc):
                     proc.mod.add(q)
             for loc in access.uses:
                 q = qualify(key[0], loc)
-                if _nonlocal(q, proc):
+                if q not in constant and _nonlocal(q, proc):
                     proc.ref.add(q)
         if proc.unit.kind == "class":  # class-body names become attributes of the class
             for access in proc.access.values():
                 for loc in access.defs:
-                    if loc[0] == "var" and loc[1] == proc.unit.qualname:
+                    if loc[0] == "var" and loc[1] == proc.unit.qualname and ("attr", loc[2]) not in constant:
                         proc.mod.add(("attr", loc[2]))
+
+
+# Unmodelled constructs in functions that cannot rebind a module global or a class attribute: an
+# instance's ``__dict__`` (its writes are attribute writes, which plain reads see through ANY as
+# before; method lookups ignore them as they ignore computed ``setattr``) and ``__import__()`` (it
+# runs module bodies, whose definitions are the constants' own).
+_HARMLESS_HAVOC = {"__dict__", "__import__()"}
+
+
+def _import_time_constants(sdg: SDG) -> None:
+    """Module globals and attribute fields that only module and class bodies write ("import-time
+    constants": functions, classes and settings of a package; most of a big program's globals).
+
+    Threading them through every call as formal-in/out pairs is what makes the SDG of a large
+    package explode (an ``import`` of a package's root module writes thousands of them), so they
+    are kept out of MOD/REF and a use of one gets a ``global`` edge straight from each statement
+    that may write it, flow-insensitively (the slicer follows these edges in both passes). A write
+    anywhere else (a function's ``global`` assignment, a store through a parameter, an attribute
+    store, a mutating call on it) makes the location ordinary; an unmodelled construct in a function
+    (``exec``, ``globals()``...) turns the shortcut off for the whole program.
+
+    Sets ``sdg.constant_defs``: SDG location -> defining vertices (module/class-body statements that
+    write it, plus the module-level unmodelled constructs that may); and ``sdg.constant_kinds``
+    (``("var", file)`` for a module's globals, ``"attr"`` for fields) decides which unseen locations
+    are constants too."""
+    body = ("module", "class")
+    written_elsewhere: set = set()
+    mutated: set = set()
+    defs: dict[tuple, list[Node]] = defaultdict(list)
+    wildcard_by_file: dict[str, list[Node]] = defaultdict(list)  # module/class-level ANY writers
+    for key, proc in sdg.procs.items():
+        at_import = proc.unit.kind in body
+        for vid, access in proc.access.items():
+            if not at_import:
+                reasons = {what for _, _, what in access.unsupported}
+                if ANY in access.defs and reasons - _HARMLESS_HAVOC:
+                    sdg.constant_defs = _ConstantDefs({}, None, {})
+                    return
+                for loc, strong in access.defs.items():
+                    if loc != ANY:
+                        (written_elsewhere if strong else mutated).add(qualify(key[0], loc))
+                continue
+            for loc in access.defs:
+                if loc == ANY:
+                    wildcard_by_file[key[0]].append(sdg.vertex(key, vid))
+                elif proc.unit.kind == "class" and loc[0] == "var" and loc[1] == proc.unit.qualname:
+                    defs[("attr", loc[2])].append(sdg.vertex(key, vid))
+                else:
+                    defs[qualify(key[0], loc)].append(sdg.vertex(key, vid))
+        if not at_import:
+            for call in proc.calls:
+                if any(sdg.procs[c].mutates_args for c in call.callees):
+                    mutated |= _argument_roots(proc, call.vertex, sdg)
+    # A weak write in a function (a call that may mutate its arguments or receiver, a store into an
+    # element or attribute) writes the object a location holds, not the binding: it counts unless the
+    # location is bound at import only to module, class or function objects (``sys.exc_info()``,
+    # ``qcore.NullQuery()``), whose changes are attribute writes, which make those attributes ordinary.
+    written_elsewhere |= {loc for loc in mutated if not _binds_code_object(sdg, defs.get(loc, ()))}
+    everywhere = [v for vs in wildcard_by_file.values() for v in vs]
+    constant = {loc: vertices for loc, vertices in defs.items() if _constant_kind(loc) and loc not in written_elsewhere}
+    sdg.constant_defs = _ConstantDefs(constant, written_elsewhere, {"attr": everywhere, **wildcard_by_file})
+
+
+def _binds_code_object(sdg: SDG, writers: list[Node]) -> bool:
+    """All these writers are ``import``, ``def`` or ``class`` statements."""
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return bool(writers) and all(isinstance(sdg.procs[w[1]].cfg.vertices[w[2]].node, kinds) for w in writers)
+
+
+def _constant_kind(loc: tuple) -> str | None:
+    """``"attr"`` / the file for locations that may be import-time constants, else None."""
+    if loc[0] == "attr" and loc != ATTR_ANY:
+        return "attr"
+    if loc[0] == "var" and loc[2] == "<module>":
+        return loc[1]
+    return None
+
+
+class _ConstantDefs(dict):
+    """The import-time constants (see :func:`_import_time_constants`): a location no statement
+    writes at all is one too (a name only ``from m import *`` binds), defined by the wildcards."""
+
+    def __init__(self, known: dict, written_elsewhere: set | None, wildcards: dict) -> None:
+        """``written_elsewhere`` None: the shortcut is off (no location is a constant)."""
+        super().__init__(known)
+        self.written_elsewhere = written_elsewhere
+        self.wildcards = wildcards
+
+    def __contains__(self, loc) -> bool:
+        if self.written_elsewhere is None:
+            return False
+        if dict.__contains__(self, loc):
+            return True
+        return _constant_kind(loc) is not None and loc not in self.written_elsewhere
+
+    def writers(self, loc: tuple) -> list[Node]:
+        """Vertices that may write constant ``loc``."""
+        kind = _constant_kind(loc)
+        return [*self.get(loc, ()), *self.wildcards.get(kind, ())]
 
 
 def _explicit_call_nodes(sdg: SDG, proc: Procedure) -> list[ast.Call]:
@@ -426,6 +537,37 @@ def _propagate_effects(sdg: SDG) -> None:
                         proc.mod |= mod
                         proc.ref |= ref
                         changed = True
+
+
+HEAP = ("attr", "<heap>")
+WIDE = 48  # attribute fields in a procedure's MOD+REF above which its interface is collapsed
+
+
+def _collapse_wide_interfaces(sdg: SDG) -> None:
+    """k-limiting for large programs: a procedure whose MOD/REF name more than ``WIDE`` attribute fields
+    (a driver that transitively touches most of a package's objects) gets one formal-in and one
+    formal-out, ``HEAP``, for all of them; inside it, and at its callers, ``HEAP`` stands for every
+    field (a read of any field depends on the reaching ``HEAP`` writes and the reverse, see
+    :func:`_heap_sources`). Only the interface is coarser: the fields of procedures under the limit
+    stay separate. Wideness only grows towards callers (their MOD/REF include their callees'), so
+    the coarse procedures are the upper part of the call graph. Without this the actual-in/out
+    vertices and def-use edges grow as calls x fields, which exhausts memory on 25 kLOC packages."""
+    for proc in sdg.procs.values():
+        fields = {loc for loc in proc.mod | proc.ref if loc[0] == "attr"}
+        if len(fields) > WIDE:
+            proc.wide = True
+            proc.mod = {loc for loc in proc.mod if loc[0] != "attr"} | {HEAP}
+            proc.ref = {loc for loc in proc.ref if loc[0] != "attr"} | {HEAP}
+
+
+def _heap_sources(reaching_here: dict, loc: tuple) -> set:
+    """Extra definitions a use of ``loc`` sees in a procedure with ``HEAP`` locations: a field read sees
+    the ``HEAP`` writes, a ``HEAP`` read sees every field write."""
+    if loc == HEAP:
+        return {(d, other) for other, defs in reaching_here.items() if other[0] == "attr" and other != HEAP for d in defs}
+    if loc[0] == "attr":
+        return {(d, HEAP) for d in reaching_here.get(HEAP, ())}
+    return set()
 
 
 def _call_mod(sdg: SDG, call: CallRecord) -> set:
@@ -529,6 +671,8 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     for a, b, kind in control_dependences(cfg):
         sdg.add_edge(node(a), node(b), "control", kind)
     own_scope = proc.unit.qualname if proc.unit.kind != "module" else None
+    wide = proc.wide or any(sdg.procs[c].wide for call in proc.calls for c in call.callees)
+    _constant_uses(sdg, proc, node)
     for vid, acc in access.items():
         direct_uses = proc.access[vid].uses
         wanted = reaching[vid].keys() if ANY in acc.uses else acc.uses
@@ -541,8 +685,9 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
                     # only this procedure's own unmodelled constructs (exec, locals()...) can.
                     any_defs = [d for d in any_defs if ANY in proc.access[d].defs or d == entry]
                 sources |= set(any_defs)
-            for d in sources:
-                for src in _def_sources(sdg, proc, d, loc, effects_def, entry, result_only):
+            pairs = {(d, loc) for d in sources} | (_heap_sources(reaching[vid], loc) if wide else set())
+            for d, def_loc in pairs:
+                for src in _def_sources(sdg, proc, d, def_loc, effects_def, entry, result_only):
                     if loc in direct_uses or ANY in acc.uses:
                         sdg.add_edge(src, node(vid), "data", loc)
                     for call in effects_use[vid].get(loc, []):
@@ -553,8 +698,11 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         ain_args = sdg.actual("ain", call, ARGS)
         sdg.add_edge(v, ain_args, "control", "call")
         for loc in proc.access[call.vertex].uses:
-            for d in reaching[call.vertex].get(loc, ()):
-                for src in _def_sources(sdg, proc, d, loc, effects_def, entry, result_only):
+            pairs = {(d, loc) for d in reaching[call.vertex].get(loc, ())}
+            if wide:
+                pairs |= _heap_sources(reaching[call.vertex], loc)
+            for d, def_loc in pairs:
+                for src in _def_sources(sdg, proc, d, def_loc, effects_def, entry, result_only):
                     sdg.add_edge(src, ain_args, "data", loc)
         for loc in _call_ref(sdg, call):
             sdg.add_edge(v, sdg.actual("ain", call, loc), "control", "call")
@@ -572,8 +720,11 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         fout = sdg.formal("fout", proc.key, loc)
         sdg.graph.add_node(fout)
         sdg.add_edge(node(entry), fout, "control", "normal")
-        for d in exit_reach.get(local, ()):
-            for src in _def_sources(sdg, proc, d, local, effects_def, entry, result_only):
+        pairs = {(d, local) for d in exit_reach.get(local, ())}
+        if loc == HEAP:
+            pairs |= _heap_sources(exit_reach, HEAP)
+        for d, def_loc in pairs:
+            for src in _def_sources(sdg, proc, d, def_loc, effects_def, entry, result_only):
                 sdg.add_edge(src, fout, "data", loc)
     if proc.mutates_args:
         fout = sdg.formal("fout", proc.key, ARGMUT)
@@ -582,6 +733,30 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
             for d in exit_reach.get(loc, ()):
                 if d != entry:
                     sdg.add_edge(node(d), fout, "data", ARGMUT)
+
+
+def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
+    """``global`` edges: writer of an import-time constant -> a vertex of another procedure that reads
+    it (a ``from m import NAME`` reads m's NAME)."""
+    constant = sdg.constant_defs
+    if constant.written_elsewhere is None:
+        return
+    file = proc.key[0]
+    module_of = sdg.__dict__.get("_module_of") or sdg.__dict__.setdefault(
+        "_module_of", {f.modname: f.path for f in sdg.program.files})
+    for vid, access in proc.access.items():
+        read = [_sdg_form(loc, file) for loc in access.uses]
+        stmt = proc.cfg.vertices[vid].node
+        if isinstance(stmt, ast.ImportFrom) and proc.cfg.vertices[vid].kind == "stmt":
+            source_module = _imported_modules(proc.source, ast.ImportFrom(module=stmt.module, names=[], level=stmt.level),
+                                              module_of)[-1:]
+            for modname in source_module:
+                read += [("var", module_of[modname], "<module>", a.name) for a in stmt.names if a.name != "*"]
+        for loc in read:
+            if loc in constant:
+                for writer in constant.writers(loc):
+                    if writer[1] != proc.key:
+                        sdg.add_edge(writer, node(vid), "global", loc)
 
 
 def _sdg_form(local: tuple, file: str) -> tuple:
@@ -660,34 +835,45 @@ INTRA = ("control", "data", "summary")
 
 def _summary_edges(sdg: SDG) -> None:
     """Reps-Horwitz-Sagiv-Rosay: a summary edge ain -> aout whenever the callee's matching formal-in
-    reaches its formal-out along a same-level realizable path."""
-    graph = sdg.graph
-    path_edges: set[tuple[Node, Node]] = set()
-    reached_from: dict[Node, set[Node]] = defaultdict(set)  # node -> fouts it reaches
-    work: list[tuple[Node, Node]] = []
+    reaches its formal-out along a same-level realizable path.
 
-    def propagate(x: Node, fout: Node) -> None:
-        if (x, fout) not in path_edges:
-            path_edges.add((x, fout))
-            reached_from[x].add(fout)
-            work.append((x, fout))
+    The path edges (node, formal-out it reaches) are kept per node as a bitset over its procedure's
+    formal-outs (intraprocedural edges never leave a procedure), and the worklist carries only the
+    bits that are new at a node: on a 25 kLOC package a set of node pairs needed over 7 GiB."""
+    graph = sdg.graph
+    pred = graph.pred
+    fouts: dict[ProcKey, list[Node]] = defaultdict(list)
+    reaches: dict[Node, int] = {}
+    work: list[tuple[Node, int]] = []
+
+    def propagate(x: Node, bits: int) -> None:
+        new = bits & ~reaches.get(x, 0)
+        if new:
+            reaches[x] = reaches.get(x, 0) | new
+            work.append((x, new))
 
     for node in list(graph.nodes):
         if node[0] == "fout":
-            propagate(node, node)
+            fouts[node[1]].append(node)
+            propagate(node, 1 << (len(fouts[node[1]]) - 1))
     while work:
-        x, fout = work.pop()
-        proc, loc_out = fout[1], fout[2]
+        x, bits = work.pop()
         if x[0] == "fin":
-            loc_in = x[2]
-            for call in sdg.calls_to.get(proc, []):
-                ain = sdg.actual("ain", call, loc_in)
-                aout = sdg.actual("aout", call, loc_out)
-                if not graph.has_edge(ain, aout, key=("summary", None)):
-                    sdg.add_edge(ain, aout, "summary")
-                    for later in list(reached_from.get(aout, ())):
-                        propagate(ain, later)
+            proc, loc_in = x[1], x[2]
+            outs = fouts[proc]
+            while bits:
+                low = bits & -bits
+                bits ^= low
+                loc_out = outs[low.bit_length() - 1][2]
+                for call in sdg.calls_to.get(proc, []):
+                    ain = sdg.actual("ain", call, loc_in)
+                    aout = sdg.actual("aout", call, loc_out)
+                    if not graph.has_edge(ain, aout, key=("summary", None)):
+                        sdg.add_edge(ain, aout, "summary")
+                        later = reaches.get(aout, 0)
+                        if later:
+                            propagate(ain, later)
             continue
-        for pred, _, data in graph.in_edges(x, data=True):
-            if data["kind"] in INTRA:
-                propagate(pred, fout)
+        for p, edges in pred[x].items():
+            if any(kind in INTRA and label != "def" for kind, label in edges):  # def edges leave the procedure
+                propagate(p, bits)

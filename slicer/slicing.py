@@ -16,7 +16,8 @@ counter at program exit:
 Pass 1 goes backwards along control, data, summary, call and parameter-in edges (it ascends into
 callers but never descends into callees, whose effect arrives through summary edges); pass 2 starts
 from everything pass 1 found and goes along control, data, summary and parameter-out edges (it
-descends into callees but does not ascend again).
+descends into callees but does not ascend again). The writers of import-time constants the slice
+reads (``global`` edges, context-free: they run at import) are expanded by both passes.
 """
 
 from __future__ import annotations
@@ -52,9 +53,17 @@ def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
         # objects the slice already has: what they need is followed, but not up to their static call
         # sites (those matter only if the slice already holds them).
         ascend, descend = _escaping_bodies(sdg, nodes)
-        todo = (_enclosing_headers(sdg, nodes) | ascend | _class_bodies(sdg, nodes)) - first
+        todo = (_enclosing_headers(sdg, nodes) | ascend | _class_bodies(sdg, nodes) | _constant_writers(sdg, nodes)) - first
         descend -= nodes
     return nodes
+
+
+def _constant_writers(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """The module/class-body statements that write the import-time constants the slice reads (``global``
+    edges, see sdg._import_time_constants): they run at import, in no caller's context, so both
+    passes expand them (pass 1 ascends to the imports that run their module)."""
+    preds = _predecessors(sdg, frozenset({"global"}))
+    return {writer for node in nodes for writer in preds.get(node, ())}
 
 
 def _class_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:

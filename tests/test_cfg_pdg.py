@@ -222,6 +222,21 @@ def test_heap_abstraction_fields_containers_and_calls():
     assert ("var", "f", "xs") not in size_defs  # len neither iterates nor writes
 
 
+def test_module_functions_that_mutate_an_argument_write_it_not_the_module():
+    g = graphs("""
+        import heapq
+        def top(xs, k):
+            heap = []
+            for x in xs:
+                heapq.heappush(heap, x)
+            return heap
+    """)
+    pdg = g.pdgs["top"]
+    push = pdg.access[vertex(pdg.cfg, "heapq.heappush(heap, x)").id].defs
+    assert push == {("var", "top", "heap"): False}  # weak: the list, not the name; heapq untouched
+    assert ("heapq.heappush(heap, x)", "data:heap") in depends(pdg, "return heap")
+
+
 def test_lambdas_and_comprehensions_are_units_reading_their_enclosing_scope():
     g = graphs("""
         def f(xs, k):
