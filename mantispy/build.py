@@ -96,10 +96,14 @@ class CostMeter:
     """Slices, emits and times single-feature evaluators, caching verdicts under the source hash."""
 
     def __init__(self, session, spec: CampaignSpec, cost_inputs: list[dict[str, Any]], max_cost: float,
-                 median_wall_s: float, work: Path, source_hash: str, k: int, log: Log) -> None:
+                 median_wall_s: float, work: Path, source_hash: str, k: int, log: Log,
+                 check_inputs: list[dict[str, Any]] | None = None) -> None:
+        """``cost_inputs`` time each evaluator and check it; a feature found cheap is then also checked
+        on ``check_inputs`` (the other training inputs). Each is {"id", "argv", "kwargs", "wall_s", "features"}."""
         self.session = session
         self.spec = spec
         self.inputs = cost_inputs  # {"id", "argv", "kwargs", "wall_s", "features"}
+        self.check_inputs = check_inputs or []
         self.max_cost = max_cost
         self.median_wall_s = median_wall_s
         self.budget_s = max_cost * median_wall_s  # what one feature's evaluator may cost
@@ -108,7 +112,7 @@ class CostMeter:
         self.log = log
         self.cache_path = work / "verdicts.json"
         self.cache_key = (f"{source_hash}:{_slicer_fingerprint()}:{max_cost}:{median_wall_s:.6g}:"
-                          f"{','.join(i['id'] for i in cost_inputs)}")
+                          f"{','.join(i['id'] for i in cost_inputs)}:{','.join(i['id'] for i in self.check_inputs)}")
         self.verdicts: dict[str, Verdict] = {}
         try:
             cached = json.loads(self.cache_path.read_text())
@@ -214,8 +218,39 @@ class CostMeter:
         fraction = cost_s / self.median_wall_s
         status = "cheap" if fraction <= self.max_cost else "too expensive"
         detail = "" if status == "cheap" else f"{fraction:.1%} of the run time (limit {self.max_cost:.1%})"
+        if status == "cheap":
+            disagreement = self._check_training_inputs(feature, out, timeout)
+            if disagreement is not None:
+                return Verdict(feature, "evaluator disagrees", detail=disagreement, statements_kept=kept)
         shutil.rmtree(out, ignore_errors=True)
         return Verdict(feature, status, cost_s, fraction, detail, kept)
+
+    def _check_training_inputs(self, feature: str, out: Path, timeout: float) -> str | None:
+        """Fidelity on every other training input, for a feature found cheap on the cost inputs (a
+        feature that is zero on those three would otherwise go unchecked until held-out validation);
+        the first disagreement or failure, or None."""
+        from mantispy.slicer.warm_client import WarmError
+
+        if not self.check_inputs:
+            return None
+        warm = WarmEvaluator(out)
+        try:
+            warm.start()
+            for item in self.check_inputs:
+                try:
+                    values, _ = warm.evaluate(item["argv"], item.get("kwargs"), cwd=str(self.spec.workdir),
+                                              timeout=max(timeout, 10 * self.budget_s))
+                except WarmError as exc:
+                    return f"input {item['id']}: evaluator fails: {exc}"
+                expected = float(item["features"].get(feature, 0.0))
+                got = values.get(feature, math.nan)
+                if not math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
+                    return f"input {item['id']}: evaluator {got:g}, program {expected:g}"
+        except WarmError as exc:
+            return f"evaluator does not start: {exc}"
+        finally:
+            warm.close()
+        return None
 
 
 class Substitutes:
@@ -360,9 +395,10 @@ class Builder:
             self.static_session = session if observed is None else None
             train = frame[frame["input_id"].isin(train_ids)]
             median_wall = float(train["metric:wall_s"].median())
-            meter = CostMeter(session, self.spec, self.cost_inputs(frame, train_ids), self.options.max_cost,
+            cost_inputs = self.cost_inputs(frame, train_ids)
+            meter = CostMeter(session, self.spec, cost_inputs, self.options.max_cost,
                               median_wall, self.work, campaign.source_hash, int(self.spec.instrument.get("k", 5)),
-                              self.log)
+                              self.log, check_inputs=self.training_inputs(frame, train_ids, {i["id"] for i in cost_inputs}))
             self.log(f"evaluator budget: {self.options.max_cost:.1%} of the median run time {median_wall:.3f} s "
                      f"= {meter.budget_s * 1000:.1f} ms per feature")
             self.substitutes = Substitutes(train)
@@ -442,20 +478,26 @@ class Builder:
 
     def cost_inputs(self, frame, train_ids: list[str]) -> list[dict[str, Any]]:
         """Training inputs to time evaluators on: the fastest, the median and the slowest (by wall time)."""
-        train = frame[(frame["input_id"].isin(train_ids)) & (frame["repeat"] == 0)].sort_values("metric:wall_s")
+        train = self._training_rows(frame, train_ids)
         n = min(self.options.cost_inputs, len(train))
         picks = sorted({round(i * (len(train) - 1) / max(n - 1, 1)) for i in range(n)})
-        records = {r.id: r for r in self.spec.inputs}
+        return [self._input_item(frame, train.iloc[pos]) for pos in picks]
+
+    def training_inputs(self, frame, train_ids: list[str], skip: set[str]) -> list[dict[str, Any]]:
+        """Every training input but those in ``skip``, with its features (for fidelity checks)."""
+        train = self._training_rows(frame, train_ids)
+        return [self._input_item(frame, row) for _, row in train.iterrows() if row["input_id"] not in skip]
+
+    @staticmethod
+    def _training_rows(frame, train_ids: list[str]):
+        return frame[(frame["input_id"].isin(train_ids)) & (frame["repeat"] == 0)].sort_values("metric:wall_s")
+
+    def _input_item(self, frame, row) -> dict[str, Any]:
+        rec = next(r for r in self.spec.inputs if r.id == row["input_id"])
         feature_columns = [c for c in frame.columns if not c.startswith(("metric:", "input:"))
                            and c not in ("input_id", "repeat", "status")]
-        chosen = []
-        for pos in picks:
-            row = train.iloc[pos]
-            rec = records[row["input_id"]]
-            chosen.append({"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs,
-                           "wall_s": float(row["metric:wall_s"]),
-                           "features": {c: float(row[c]) for c in feature_columns if row[c] != 0}})
-        return chosen
+        return {"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs, "wall_s": float(row["metric:wall_s"]),
+                "features": {c: float(row[c]) for c in feature_columns if row[c] != 0}}
 
     def cost_loop(self, store: RunStore, campaign, metric: str, meter: CostMeter) -> dict[str, Any]:
         """Fit, reject the features whose evaluators are too costly or unfaithful, refit; the final model.

@@ -187,3 +187,50 @@ def test_when_every_evaluator_is_too_costly_the_models_are_constants(built, tmp_
     module = load_predictor(tmp_path / "constant")
     estimate = module.predict(["--size", "50"], cwd=root / "batchjob")
     assert estimate == {m: d["model"]["intercept"] for m, d in record["metrics"].items()}
+
+
+def test_a_cheap_evaluator_is_checked_on_every_training_input(built, tmp_path):
+    """The three cost inputs may all leave a feature at zero: a feature found cheap is then run on the
+    other training inputs too, and a value that differs there rejects it."""
+    from mantispy.build import CostMeter, entry_string
+    from mantispy.campaign import load_spec
+    from mantispy.slicer.evaluators import SliceSession
+
+    root, _, record, _, _ = built
+    spec = load_spec(root / "batchjob" / "campaign.toml")
+    session = SliceSession(spec.source_root, entry_string(spec))
+    feature = record["features"][0]["id"]
+    first, other = spec.inputs[0], spec.inputs[1]
+
+    def item(rec, value):
+        return {"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs, "wall_s": 0.2, "features": {feature: value}}
+
+    def meter(check_value, work):
+        probe = CostMeter(session, spec, [item(first, 0.0)], 1.0, 0.2, work, "x", 5, lambda m: None)
+        got = _evaluate_alone(probe, feature, first, work)  # the evaluator's own values, as the program's
+        probe = CostMeter(session, spec, [item(first, got[0])], 1.0, 0.2, work, "x", 5, lambda m: None,
+                          check_inputs=[item(other, got[1] if check_value is None else check_value)])
+        return probe, got
+
+    faithful, got = meter(None, tmp_path / "a")
+    assert faithful.verdict(feature).status == "cheap"
+    wrong, _ = meter(got[1] + 7, tmp_path / "b")
+    verdict = wrong.verdict(feature)
+    assert verdict.status == "evaluator disagrees" and other.id in verdict.detail
+
+
+def _evaluate_alone(meter, feature, first, work):
+    """The feature's value on the spec's first two inputs, from its own evaluator."""
+    from mantispy.slicer.warm_client import WarmEvaluator
+
+    out = work / "probe"
+    meter.session.emit(feature, out, 5)
+    warm = WarmEvaluator(out)
+    warm.start()
+    try:
+        values = [warm.evaluate(list(rec.argv), rec.kwargs, cwd=str(meter.spec.workdir), timeout=30)[0].get(feature, 0.0)
+                  for rec in meter.spec.inputs[:2]]
+    finally:
+        warm.close()
+    return values
+
