@@ -5,7 +5,8 @@ For each program: build the call graph and the SDG with its summary edges once, 
 spread over the list) and compare each with the fully instrumented program on several inputs.
 Writes its section of benchmarks/RESULTS.md.
 
-    .venv/bin/python benchmarks/bench_slicing.py [--sample 60]
+    .venv/bin/python benchmarks/bench_slicing.py [--sample 60] [--programs minisearch,sqlparse,whoosh]
+        [--slice-sample N]
 """
 
 from __future__ import annotations
@@ -29,35 +30,64 @@ from mantispy.slicer.slicing import CriterionError, slice_feature  # noqa: E402
 SQL_WORKLOAD = HERE.parent / "examples" / "sqlparse_workload" / "work.py"
 
 
-def programs(work: Path) -> list[tuple[str, Path, str, list[list[str]]]]:
-    found = [("minisearch (bundled)", HERE.parent / "examples" / "minisearch", "search.py",
-              [["--docs", "150", "--query", "data"], ["--docs", "200", "--query", "ab*", "--fuzzy", "1"],
-               ["--docs", "180", "--query", '"search engine" OR lock', "--no-highlight"]])]
+def programs(work: Path, wanted: set[str]) -> list[tuple[str, Path, str, list[list[str]]]]:
+    """(label, source root, entry, inputs) of each program in ``wanted`` that is installed."""
+    found = []
+    if "minisearch" in wanted:
+        found.append(("minisearch (bundled)", HERE.parent / "examples" / "minisearch", "search.py",
+                      [["--docs", "150", "--query", "data"], ["--docs", "200", "--query", "ab*", "--fuzzy", "1"],
+                       ["--docs", "180", "--query", '"search engine" OR lock', "--no-highlight"]]))
     spec = importlib.util.find_spec("sqlparse")
-    if spec is not None and spec.origin:
+    if "sqlparse" in wanted and spec is not None and spec.origin:
         root = work / "sqlparse-prog"
         shutil.copytree(Path(spec.origin).parent, root / "sqlparse", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(SQL_WORKLOAD, root / "work.py")
         import sqlparse
         found.append((f"sqlparse {sqlparse.__version__} (PyPI)", root, "work.py", [["2", "1"], ["5", "2", "r"], ["4", "3"]]))
+    if "whoosh" in wanted and importlib.util.find_spec("whoosh") is not None:
+        found.append(_suite_program("whoosh", work))
     return found
+
+
+def _suite_program(name: str, work: Path) -> tuple[str, Path, str, list[list[str]]]:
+    """A program of the benchmark suite (benchmarks/suite): its package copy and workload, and the first
+    three inputs of its generator (input files written under ``work``)."""
+    sys.path.insert(0, str(HERE / "suite"))
+    from prepare import PROGRAMS, distribution_version, prepare
+
+    spec = prepare(name, work, count=3)
+    generator = importlib.util.spec_from_file_location(f"_{name}_inputs", spec.parent / "inputs.py")
+    module = importlib.util.module_from_spec(generator)
+    generator.loader.exec_module(module)
+    records = list(module.generate(count=3, out_dir=str(work / f"{name}-inputs")))
+    version = distribution_version(PROGRAMS[name][1])
+    return f"{name} {version} (PyPI)", spec.parent / "app", "workload.py", [r["argv"] for r in records]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=60, help="counter features checked per program (0: all)")
+    parser.add_argument("--programs", default="minisearch,sqlparse,whoosh", help="comma list")
+    parser.add_argument("--slice-sample", type=int, default=0,
+                        help="features sliced per program, spread over the list (0: all); the table then "
+                             "extrapolates the time for all of them")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, root, entry, inputs in programs(Path(tmp)):
+        for name, root, entry, inputs in programs(Path(tmp), set(args.programs.split(","))):
             t0 = time.perf_counter()
             session = SliceSession(root, entry)
             build = time.perf_counter() - t0
+            print(f"{name}: SDG in {build:.1f} s, {len(session.features)} features", flush=True)
             times, kept = [], []
-            for fid, feature in session.features.items():
+            ids = list(session.features)
+            if args.slice_sample and len(ids) > args.slice_sample:
+                step = len(ids) / args.slice_sample
+                ids = [ids[int(i * step)] for i in range(args.slice_sample)]
+            for fid in ids:
                 t = time.perf_counter()
                 try:
-                    result = slice_feature(session.sdg, feature, entry)
+                    result = slice_feature(session.sdg, session.features[fid], entry)
                 except CriterionError:
                     continue
                 times.append(time.perf_counter() - t)
@@ -72,10 +102,12 @@ def main() -> None:
             check = time.perf_counter() - t
             good = sum(r.status == "sliceable" for r in fidelity)
             lines = sum(s.source.count("\n") for s in session.program.files)
-            rows.append((name, lines, len(session.features), build, sum(times), statistics.median(times), len(counters),
+            sliced = (f"{sum(times):.1f}" if len(ids) == len(session.features) else
+                      f"{sum(times):.1f} for {len(times)} sampled (all: ~{statistics.mean(times) * len(session.features):.0f})")
+            rows.append((name, lines, len(session.features), build, sliced, statistics.median(times), len(counters),
                          len(chosen), good, len(inputs), check, statistics.median(kept),
                          [(r.feature, r.reason) for r in fidelity if r.status != "sliceable"]))
-            print(rows[-1][:-1], rows[-1][-1][:5])
+            print(rows[-1][:-1], rows[-1][-1][:5], flush=True)
     lines_out = [
         "Call graph + SDG (summary edges included) built once per program; every feature then sliced (HRB",
         "two-pass); counter features' evaluators emitted and run on each input, compared with the fully",
@@ -85,7 +117,7 @@ def main() -> None:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
-        lines_out.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]:.1f} | {r[5]:.3f} | {r[6]} | {r[7]} | "
+        lines_out.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]} | {r[5]:.3f} | {r[6]} | {r[7]} | "
                          f"{r[8]} of {r[7]} | {r[9]} | {r[10]:.0f} | {r[11]:.0%} |")
     for r in rows:
         for fid, reason in r[12]:

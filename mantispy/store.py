@@ -425,24 +425,51 @@ class RunStore:
 
 
 def input_numbers(descriptor: dict[str, Any]) -> dict[str, float]:
-    """The numbers visible in an input descriptor: numeric argv items and kwargs, input file sizes.
+    """The numbers visible in an input descriptor: what a black-box model knows about an input (the
+    paper's baseline), named so that the same knob gets the same column across inputs.
 
-    This is all a black-box model knows about an input (the paper's baseline).
+    * argv: a number after an option is named by the option (``argv[--repeat]``), a lone number by its
+      position (``argv[0]``); an option without a value is 1 when present (``argv[--reindent]``), and an
+      option with a short word value is one-hot (``argv[--mode=parse]``);
+    * kwargs: numbers by key (``kwargs.scale``), the length of strings and containers (``len(kwargs.items)``);
+    * input files, by their position in the input's file list, not their name (``size(files[0])``), and
+      their total (``size(files)``).
     """
     numbers: dict[str, float] = {}
-    for n, arg in enumerate(descriptor.get("argv", []) or []):
+    argv = [str(a) for a in (descriptor.get("argv", []) or [])]
+    for n, arg in enumerate(argv):
         value = _number(arg)
+        previous = argv[n - 1] if n else None
         if value is not None:
-            numbers[f"argv[{n}]"] = value
+            named = previous is not None and _is_option(previous)
+            numbers[f"argv[{previous}]" if named else f"argv[{n}]"] = value
+        elif _is_option(arg):
+            follower = argv[n + 1] if n + 1 < len(argv) else None
+            if follower is None or (_number(follower) is None and not _is_word(follower)):
+                numbers[f"argv[{arg}]"] = 1.0  # a flag (what follows, if anything, is an option or a path)
+        elif previous is not None and _is_option(previous) and _is_word(arg):
+            numbers[f"argv[{previous}={arg}]"] = 1.0
     for key, arg in (descriptor.get("kwargs", {}) or {}).items():
         value = _number(arg)
         if value is not None:
             numbers[f"kwargs.{key}"] = value
         elif isinstance(arg, (str, list, tuple, dict)):
             numbers[f"len(kwargs.{key})"] = float(len(arg))
-    for name, size in (descriptor.get("file_sizes", {}) or {}).items():
-        numbers[f"size({name})"] = float(size)
+    sizes = [float(size) for size in (descriptor.get("file_sizes", {}) or {}).values()]
+    for n, size in enumerate(sizes):
+        numbers[f"size(files[{n}])"] = size
+    if len(sizes) > 1:
+        numbers["size(files)"] = sum(sizes)
     return numbers
+
+
+def _is_option(arg: str) -> bool:
+    return arg.startswith("-") and len(arg) > 1 and _number(arg) is None
+
+
+def _is_word(arg: str) -> bool:
+    """A short choice value (``parse``, ``upper``): not an option, a number or a path."""
+    return 0 < len(arg) <= 24 and not _is_option(arg) and _number(arg) is None and not any(c in arg for c in "/.\\")
 
 
 def _number(value: Any) -> float | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mantispy.store import SCHEMA_VERSION, RunStore, StoreError
+from mantispy.store import SCHEMA_VERSION, RunStore, StoreError, input_numbers
 from tests.helpers import MANTISPY
 
 WORKER = """
@@ -132,7 +132,7 @@ def test_campaign_stores_metrics_features_failures_and_overhead(tmp_path):
         row = frame.set_index("input_id").loc["n7"]
         assert row["work.py:fib:call"] == 41  # fib(7) makes 41 calls, counted in the same run
         assert row["input:argv[0]"] == 7
-        assert frame.set_index("input_id").loc["with-file", "input:size(data.txt)"] == 12
+        assert frame.set_index("input_id").loc["with-file", "input:size(files[0])"] == 12
         assert "work.py:unreached:call" not in frame.columns  # sparse: never non-zero
         coverage = campaign.coverage["files"]["work.py"]
         unreached_body = textwrap.dedent(WORKER).splitlines().index('    return "no input calls this"') + 1
@@ -146,6 +146,18 @@ def test_campaign_stores_metrics_features_failures_and_overhead(tmp_path):
     assert exported.returncode == 0, exported.stderr
     header = csv.read_text().splitlines()[0].split(",")
     assert "metric:wall_s" in header and "work.py:fib:call" in header
+
+
+def test_the_black_box_sees_the_same_knob_under_the_same_name_in_every_input():
+    """Options are named by their flag, not their position (which shifts as options come and go), and
+    files by their place in the input's list, not their name (unique per input, so useless to a model)."""
+    a = input_numbers({"argv": ["--mode", "parse", "--reindent", "--repeat", "3", "in/a.sql"],
+                       "file_sizes": {"in/a.sql": 1200}})
+    b = input_numbers({"argv": ["--repeat", "5", "in/b.sql"], "file_sizes": {"in/b.sql": 800}})
+    assert a == {"argv[--mode=parse]": 1.0, "argv[--reindent]": 1.0, "argv[--repeat]": 3.0, "size(files[0])": 1200.0}
+    assert b == {"argv[--repeat]": 5.0, "size(files[0])": 800.0}
+    both = input_numbers({"argv": ["4", "-n", "-2"], "file_sizes": {"x": 1, "y": 2}})
+    assert both == {"argv[0]": 4.0, "argv[-n]": -2.0, "size(files[0])": 1.0, "size(files[1])": 2.0, "size(files)": 3.0}
 
 
 def test_resume_after_sigkill_loses_nothing_and_runs_nothing_twice(tmp_path):
