@@ -272,9 +272,9 @@ class Substitutes:
         self.limit = limit
         self.all_columns = columns
 
-    def most_correlated(self, target, count: int, skip: set[str]) -> list[str]:
+    def most_correlated(self, target, count: int, skip: set[str], prefix: str | None = None) -> list[str]:
         """The ``count`` unjudged features whose |Pearson r| with ``target`` (one value per training
-        row) is largest."""
+        row) is largest; with ``prefix``, only features whose id starts with it."""
         import numpy as np
 
         y = np.asarray(target, dtype=float)
@@ -284,7 +284,7 @@ class Substitutes:
         found = []
         for m in np.argsort(-r):
             name = self.columns[m]
-            if name not in skip:
+            if name not in skip and (prefix is None or name.startswith(prefix)):
                 found.append(name)
                 if len(found) >= count:
                     break
@@ -508,11 +508,16 @@ class Builder:
         refit after rejections selects nothing, the last fit is restricted to the features judged cheap."""
         ahead = self.substitutes.most_correlated(self.train_metric[metric], self.options.lookahead,
                                                  skip=set(meter.verdicts))
+        entry_file = self.entry_file(meter)
+        if entry_file is not None:  # the driver's own features (arguments, what it reads) are often cheap
+            ahead += self.substitutes.most_correlated(self.train_metric[metric], self.options.lookahead,
+                                                      skip=set(meter.verdicts) | set(ahead), prefix=f"{entry_file}:")
         for feature in ahead:
             meter.verdict(feature)
         if ahead:
             self.rounds.append(_round(0, metric, {}, [meter.verdicts[f] for f in ahead], lookahead=True))
-            self.log(f"{metric}: judged the {len(ahead)} unjudged feature(s) most correlated with it first: "
+            self.log(f"{metric}: judged the {len(ahead)} unjudged feature(s) most correlated with it first"
+                     + (f" (and the entry script {entry_file}'s)" if entry_file else "") + ": "
                      f"{sum(meter.verdicts[f].cheap for f in ahead)} cheap")
         excluded: set[str] = {f for f, v in meter.verdicts.items() if not v.cheap}
         had_rejections = bool(excluded)  # known-bad features from earlier metrics or builds
@@ -554,6 +559,12 @@ class Builder:
         if sorted(final["scaling"]) != sorted(model["scaling"]):  # the same data and settings: must agree
             raise BuildError(f"{metric}: the final fit chose other features than the cost loop's last round")
         return final
+
+    def entry_file(self, meter: CostMeter) -> str | None:
+        """The entry's file in the program (feature ids start with it), or None."""
+        from mantispy.slicer.evaluators import _entry_file
+
+        return _entry_file(meter.session.program, entry_string(self.spec))
 
     def fit(self, store: RunStore, campaign, metric: str, excluded: set[str], sensitivity: bool) -> dict[str, Any]:
         request = FitRequest(metric=metric, degree=self.options.degree, train_fraction=self.options.train_fraction,

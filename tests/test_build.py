@@ -58,6 +58,9 @@ def test_the_cost_loop_rejects_costly_features_and_keeps_only_cheap_ones(built):
     rejected = [r for row in record["rounds"] for r in row["rejected"]]
     assert any(r["reason"] == "too expensive" for r in rejected)  # what only the batch's answers compute
     assert any(r["feature"].startswith("job.py:answer:") for r in rejected)
+    first = [row for row in record["rounds"] if row["lookahead"]][0]  # round 0: judged before any fit
+    assert any(f.startswith("job.py:") for f in first["selected"])  # the entry script's features among them
+    assert any("and the entry script job.py's" in line for line in logs)
     wall = [row for row in record["rounds"] if row["metric"] == "wall_s"]
     assert not {r["feature"] for row in wall[:-1] for r in row["rejected"]} & set(wall[-1]["selected"])
     assert not wall[-1]["lookahead"]
