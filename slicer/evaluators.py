@@ -190,42 +190,58 @@ def _invocation(entry: str, args: list[str]) -> list[str]:
 
 def check_fidelity(session: SliceSession, src: Path, inputs: list[list[str]], feature_ids: list[str],
                    cwd: Path | None = None, keep: Path | None = None) -> list[FeatureFidelity]:
-    """Compare every feature's evaluator with the instrumented program on every input."""
+    """Compare every feature's evaluator with the instrumented program on every input.
+
+    Features whose slices keep exactly the same statements share one emitted program (their single
+    evaluators would differ only in which counter they report), run once per input for all of them."""
     cwd = Path(cwd or os.getcwd())
     with tempfile.TemporaryDirectory(prefix="mantis-fidelity-") as tmp:
         work = Path(tmp)
         truths = run_instrumented(src, session.entry, inputs, work, cwd)
-        rows = []
-        for n, fid in enumerate(feature_ids):
-            feature = session.features[fid]
-            row = FeatureFidelity(fid, feature["kind"], "unsliceable", inputs=len(inputs))
-            out = (keep or work) / f"evaluator-{n}"
+        rows: dict[str, FeatureFidelity] = {}
+        groups: dict[str, list[str]] = {}
+        for fid in feature_ids:
+            row = rows[fid] = FeatureFidelity(fid, session.features[fid]["kind"], "unsliceable", inputs=len(inputs))
             try:
-                result, _ = session.emit(fid, out)
-                row.statements_kept, row.statements_total = result.statements_kept, result.statements_total
+                result = session.slice(fid)
             except EvaluatorError as exc:
                 row.reason = f"cannot emit: {exc}"
-                rows.append(row)
+                continue
+            row.statements_kept, row.statements_total = result.statements_kept, result.statements_total
+            groups.setdefault(json.dumps([result.kept, result.keep_units], sort_keys=True), []).append(fid)
+        for n, members in enumerate(groups.values()):
+            out = (keep or work) / f"evaluator-{n}"
+            try:
+                session.emit_combined(members, out)
+            except EvaluatorError as exc:
+                for fid in members:
+                    rows[fid].reason = f"cannot emit: {exc}"
                 continue
             for args, truth in zip(inputs, truths):
-                expected = float(truth.get(fid, 0))
                 proc = subprocess.run([sys.executable, str(out / "evaluate.py"), *args], cwd=cwd,
                                       capture_output=True, text=True, timeout=600)
                 if proc.returncode != 0:
-                    row.mismatches.append({"input": args, "error": (proc.stderr.strip().splitlines() or ["?"])[-1][:300]})
+                    error = (proc.stderr.strip().splitlines() or ["?"])[-1][:300]
+                    for fid in members:
+                        rows[fid].mismatches.append({"input": args, "error": error})
                     continue
-                got = float(proc.stdout.strip().splitlines()[-1])
-                if math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
-                    row.agreed += 1
-                else:
-                    row.mismatches.append({"input": args, "expected": expected, "got": got})
+                last = proc.stdout.strip().splitlines()[-1]
+                values = json.loads(last) if len(members) > 1 else {members[0]: float(last)}
+                for fid in members:
+                    expected, got = float(truth.get(fid, 0)), float(values.get(fid, math.nan))
+                    if math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
+                        rows[fid].agreed += 1
+                    else:
+                        rows[fid].mismatches.append({"input": args, "expected": expected, "got": got})
+            if keep is None:
+                shutil.rmtree(out, ignore_errors=True)
+        for row in rows.values():
+            if row.reason:
+                continue
             if row.agreed == row.inputs:
                 row.status = "sliceable"
             else:
                 first = row.mismatches[0]
                 row.reason = (f"evaluator fails: {first['error']}" if "error" in first
                               else f"evaluator gives {first['got']:g}, the program {first['expected']:g} on {' '.join(first['input'])!r}")
-            if keep is None:
-                shutil.rmtree(out, ignore_errors=True)
-            rows.append(row)
-        return rows
+        return [rows[fid] for fid in feature_ids]
