@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import shutil
 import statistics
 import sys
@@ -108,6 +109,8 @@ def main() -> None:
                          len(chosen), good, len(inputs), check, statistics.median(kept),
                          [(r.feature, r.reason) for r in fidelity if r.status != "sliceable"]))
             print(rows[-1][:-1], rows[-1][-1][:5], flush=True)
+            _store_row(rows[-1])
+    rows = _stored_rows()
     lines_out = [
         "Call graph + SDG (summary edges included) built once per program; every feature then sliced (HRB",
         "two-pass); counter features' evaluators emitted and run on each input, compared with the fully",
@@ -122,9 +125,26 @@ def main() -> None:
     for r in rows:
         for fid, reason in r[12]:
             lines_out.append(f"- unsliceable in {r[0]}: `{fid}`: {reason}")
-    lines_out += ["", "Slices are large (most features of these programs depend on building the whole index or",
+    lines_out += ["", "Rows come from benchmarks/work/bench_slicing.json (one per program; `--programs` reruns some). "
+                  "\"checked\": counter features whose evaluators were emitted and run (0 = --sample 0: all of them); "
+                  "features whose slices keep the same statements share one emitted program.",
+                  "", "Slices are large (most features of these programs depend on building the whole index or",
                   "token stream); the evaluator cost loop (issue 7) is what rejects the expensive ones."]
     write_section("bench_slicing", "Slicing speed and evaluator fidelity (issue 6)", machine_fingerprint(), lines_out)
+
+
+ROWS = HERE / "work" / "bench_slicing.json"  # one row per program, so that programs can be run separately
+
+
+def _store_row(row: tuple) -> None:
+    stored = json.loads(ROWS.read_text()) if ROWS.exists() else {}
+    stored[row[0].split(" ")[0]] = list(row)
+    ROWS.parent.mkdir(parents=True, exist_ok=True)
+    ROWS.write_text(json.dumps(stored, indent=1) + "\n")
+
+
+def _stored_rows() -> list[tuple]:
+    return [tuple(r) for r in json.loads(ROWS.read_text()).values()] if ROWS.exists() else []
 
 
 if __name__ == "__main__":

@@ -221,3 +221,48 @@ def test_a_combined_evaluator_gives_every_features_value_in_one_run(shop, tmp_pa
         assert got == {f: float(truth.get(f, 0)) for f in wanted}, args
     single, _ = session.emit(counters[0], tmp_path / "single")
     assert result.statements_kept >= single.statements_kept
+
+
+WIDE_PROGRAM = '''
+import sys
+
+
+class Record:
+    def __init__(self, n):
+        self.size = n
+''' + "".join(f"        self.f{i} = {i}\n" for i in range(60)) + '''
+
+def churn(rec, rounds):
+    for r in range(rounds):
+''' + "".join(f"        rec.f{i} += r\n" for i in range(60)) + '''
+
+def main(n):
+    rec = Record(n)
+    churn(rec, 3 * n)
+    hits = 0
+    for i in range(rec.size):
+        hits += 1
+    return hits
+
+
+main(int(sys.argv[1]))
+'''
+
+
+def test_a_collapsed_interface_stays_sound_and_small_programs_are_not_collapsed(tmp_path, monkeypatch):
+    """A driver touching more than WIDE fields keeps them separate while the program is small; forced
+    over the interface budget, its interface becomes one HEAP location: coarser, never wrong."""
+    from mantispy.slicer import sdg as sdg_module
+
+    root = write_program(tmp_path / "wide", {"main.py": WIDE_PROGRAM})
+    feature = "main.py:main:loop:1"
+    exact = SliceSession(root, "main.py")
+    assert not any(p.wide for p in exact.sdg.procs.values())
+    small, _ = exact.emit(feature, tmp_path / "exact")
+    assert "rec.f7 += r" not in (tmp_path / "exact" / "main.py").read_text()  # churn is not needed
+    monkeypatch.setattr(sdg_module, "INTERFACE_BUDGET", 0)
+    coarse = SliceSession(root, "main.py")
+    assert any(p.wide for p in coarse.sdg.procs.values())
+    assert coarse.slice(feature).statements_kept > small.statements_kept  # churn writes HEAP, size reads it
+    rows = check_fidelity(coarse, root, [["2"], ["5"]], [feature], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []

@@ -53,7 +53,13 @@ def _one_se(mse_path: np.ndarray) -> tuple[int, int]:
     best = int(np.argmin(mean))
     se = mse_path[best].std(ddof=1) / math.sqrt(mse_path.shape[1]) if mse_path.shape[1] > 1 else 0.0
     within = np.flatnonzero(mean <= mean[best] + se)
-    return best, int(within.min())  # paths run from the simplest model (largest lambda) first
+    chosen = int(within.min())  # paths run from the simplest model (largest lambda) first
+    if mean[chosen] >= mean[0] * (1 - 1e-9) and mean[best] < 0.9 * mean[0]:
+        # The rule landed on the constant model (the path's first points) although the best model
+        # beats it clearly: with few, noisy training runs the standard error is wide enough to reach
+        # back to the constant. A constant is no prediction; keep the best instead.
+        chosen = best
+    return best, chosen
 
 
 def _weighted_lstsq(A: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float]:
