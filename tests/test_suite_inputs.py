@@ -20,9 +20,10 @@ import pytest
 from mantispy.campaign import Entry, _record
 
 SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "suite"
-PROGRAMS = ("whoosh", "markdown", "sqlparse", "pycparser", "networkx")
+PROGRAMS = ("whoosh", "markdown", "sqlparse", "pycparser", "networkx", "mistune")
 PACKAGES = {"whoosh": "whoosh", "markdown": "markdown", "sqlparse": "sqlparse", "pycparser": "pycparser",
-            "networkx": "networkx"}
+            "networkx": "networkx", "mistune": "mistune"}
+sys.path.insert(0, str(SUITE))  # the generators' shared modules (a prepared campaign has copies beside them)
 
 
 def load(path: Path, name: str):
@@ -110,3 +111,13 @@ def test_whoosh_small_input_end_to_end(tmp_path: Path) -> None:
     # Same results (digest of hits and highlights) from two runs, whatever the storage.
     assert runs[0].stdout == runs[1].stdout, "the workload is not deterministic"
     assert not any(temp.iterdir()), "the workload left temporary files behind"
+
+
+def test_mistune_small_input_renders_the_same_twice(tmp_path: Path) -> None:
+    pytest.importorskip("mistune", reason="mistune is not installed (pip install -e '.[bench]')")
+    records = list(generator("mistune").generate(count=30, seed=1, out_dir=str(tmp_path / "inputs")))
+    record = min(records, key=lambda r: Path(r["files"][0]).stat().st_size * int(r["argv"][r["argv"].index("--repeat") + 1]))
+    runs = [subprocess.run([sys.executable, str(SUITE / "mistune" / "workload.py"), *record["argv"]], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr
+    assert runs[0].stdout.startswith("mistune: 1 files") and runs[0].stdout == runs[1].stdout

@@ -3,13 +3,14 @@
     python benchmarks/suite/prepare.py NAME [--work DIR] [--count N] [--seed S]
     python benchmarks/suite/prepare.py all  [--work DIR] [--count N] [--seed S]
 
-NAME is one of whoosh, markdown, sqlparse, pycparser, networkx. The program's package must be installed
+NAME is one of whoosh, markdown, sqlparse, pycparser, networkx, mistune. The program's package must be installed
 in the running interpreter (``pip install -e '.[bench]'``). ``prepare`` builds::
 
     WORK/NAME/app/PACKAGE/...     a copy of the installed package's source folder (tests folders left
                                   out), byte-compiled
     WORK/NAME/app/workload.py     the suite's entry script for the program
-    WORK/NAME/inputs.py           the suite's input generator, next to the spec
+    WORK/NAME/inputs.py           the suite's input generator, next to the spec (with the shared
+                                  suite_files.py and markdown_documents.py it may import)
     WORK/NAME/campaign.toml       the campaign spec (source = "app", entry = "workload.py")
 
 so that mantispy instruments the third-party package together with the workload, and the runs import
@@ -39,7 +40,9 @@ PROGRAMS: dict[str, tuple[tuple[str, ...], str]] = {
     "sqlparse": (("sqlparse",), "sqlparse"),
     "pycparser": (("pycparser",), "pycparser"),
     "networkx": (("networkx",), "networkx"),
+    "mistune": (("mistune",), "mistune"),
 }
+SHARED = ("suite_files.py", "markdown_documents.py")  # modules the generators share
 TIMEOUT_S = 120  # per run; originals take at most ~3 s, instrumented runs about 1.5-2x that
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", "tests")
 
@@ -107,6 +110,8 @@ def prepare(name: str, work: Path = DEFAULT_WORK, count: int = 300, seed: int = 
         warnings.simplefilter("ignore")  # old packages' SyntaxWarnings (e.g. Whoosh's "is 0")
         compileall.compile_dir(str(app), quiet=2)
     shutil.copy2(SUITE / name / "inputs.py", folder / "inputs.py")
+    for shared in SHARED:  # what the generators import (the spec's folder is on sys.path when they run)
+        shutil.copy2(SUITE / shared, folder / shared)
     stale = folder / "inputs"
     if stale.exists():  # input files of an earlier preparation (another count or seed)
         shutil.rmtree(stale)

@@ -19,6 +19,8 @@ import math
 import random
 from pathlib import Path
 
+from suite_files import relative_path, write_if_changed
+
 HERE = Path(__file__).resolve().parent
 
 MODELS = ("gnp", "ba", "ws", "powerlaw", "sbm", "grid", "geometric", "regular", "tree")
@@ -111,23 +113,6 @@ def _params(rng: random.Random) -> dict:
             "directed": directed, "params": params}
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` unless the file already holds it (the generator runs on every spec load)."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except OSError:
-        pass
-    path.write_text(text, encoding="utf-8")
-
-
-def _rel(path: Path) -> str:
-    try:
-        return path.relative_to(HERE).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/networkx"):
     """Yield ``count`` input records; parameter files land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
@@ -148,6 +133,6 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/networkx"):
             algorithms.append({"name": "components"})
         spec["algorithms"] = algorithms
         path = folder / f"g{n:04d}-{spec['model']}-{mix}.json"
-        _write(path, json.dumps(spec, indent=1, sort_keys=True) + "\n")
-        argv = [_rel(path)]
-        yield {"id": f"networkx-{n:04d}", "argv": argv, "files": [_rel(path)]}
+        write_if_changed(path, json.dumps(spec, indent=1, sort_keys=True) + "\n")
+        argv = [relative_path(path, HERE)]
+        yield {"id": f"networkx-{n:04d}", "argv": argv, "files": [relative_path(path, HERE)]}

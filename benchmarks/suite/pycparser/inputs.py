@@ -14,6 +14,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from suite_files import relative_path, write_if_changed
+
 HERE = Path(__file__).resolve().parent
 
 TYPES = ["int", "long", "unsigned int", "double", "char", "float", "short", "unsigned long", "size_t", "node_t *",
@@ -172,23 +174,6 @@ class Gen:
         return "\n".join(out) + "\n"
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` unless the file already holds it (the generator runs on every spec load)."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except OSError:
-        pass
-    path.write_text(text, encoding="utf-8")
-
-
-def _rel(path: Path) -> str:
-    try:
-        return path.relative_to(HERE).as_posix()
-    except ValueError:
-        return str(path)
-
-
 # Rough cost per character of each style and mode relative to parsing plain code (measured).
 STYLE_COST = {"arith": 1.0, "control": 0.8, "decls": 1.1, "switch": 0.8, "pointers": 1.4, "mixed": 0.9}
 MODE_COST = {"parse": 1.0, "print": 1.1, "roundtrip": 2.3, "analyze": 1.05, "dump": 1.05, "all": 2.5}
@@ -211,10 +196,10 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/pycparser")
         if key not in pools:  # one function pool per shape, from its own seed: order-independent
             pools[key] = Gen(random.Random(f"{seed}:{style}:{expr_depth}:{nest_depth}"), style, expr_depth, nest_depth)
         path = folder / f"c{n:04d}-{style}-e{expr_depth}n{nest_depth}.c"
-        _write(path, pools[key].unit(random.Random(rng.getrandbits(32)), max(size, 500)))
+        write_if_changed(path, pools[key].unit(random.Random(rng.getrandbits(32)), max(size, 500)))
         argv = ["--mode", mode, "--repeat", str(repeat), "--dialect", rng.choice(("legacy", "legacy", "c23"))]
-        argv.append(_rel(path))
-        yield {"id": f"pycparser-{n:04d}", "argv": argv, "files": [_rel(path)]}
+        argv.append(relative_path(path, HERE))
+        yield {"id": f"pycparser-{n:04d}", "argv": argv, "files": [relative_path(path, HERE)]}
 
 
 POOL = 12  # functions per (style, expression depth, nesting depth) pool

@@ -16,6 +16,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from suite_files import relative_path, write_if_changed
+
 HERE = Path(__file__).resolve().parent
 
 TABLES = ["users", "orders", "items", "payments", "events", "sessions", "products", "stock", "invoices", "regions"]
@@ -203,23 +205,6 @@ class Pools:
         return "".join(out)
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` unless the file already holds it (the generator runs on every spec load)."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except OSError:
-        pass
-    path.write_text(text, encoding="utf-8")
-
-
-def _rel(path: Path) -> str:
-    try:
-        return path.relative_to(HERE).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/sqlparse"):
     """Yield ``count`` input records; SQL scripts land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
@@ -253,5 +238,5 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/sqlparse"):
         size = int(seconds / SECONDS_PER_MB[mode, grouping] * 1e6 / repeat)
         comments, strings = rng.choice((0.0, 0.1, 0.4)), rng.choice((0.05, 0.3, 0.7))
         path = folder / f"s{n:04d}-{mix}-c{complexity}.sql"
-        _write(path, pools.script(random.Random(rng.getrandbits(32)), mix, complexity, comments, strings, max(size, 300)))
-        yield {"id": f"sqlparse-{n:04d}", "argv": [*options, _rel(path)], "files": [_rel(path)]}
+        write_if_changed(path, pools.script(random.Random(rng.getrandbits(32)), mix, complexity, comments, strings, max(size, 300)))
+        yield {"id": f"sqlparse-{n:04d}", "argv": [*options, relative_path(path, HERE)], "files": [relative_path(path, HERE)]}

@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from suite_files import relative_path, write_if_changed
+
 HERE = Path(__file__).resolve().parent
 
 # Keep in sync with workload.py: the corpus uses the same words.
@@ -80,23 +82,6 @@ def _query(rng: random.Random, shape: str, terms: str, vocab: int) -> str:
     return f"{w()}~{distance}{suffix}"
 
 
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` unless the file already holds it (the generator runs on every spec load)."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except OSError:
-        pass
-    path.write_text(text, encoding="utf-8")
-
-
-def _rel(path: Path) -> str:
-    try:
-        return path.relative_to(HERE).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/whoosh"):
     """Yield ``count`` input records; query files land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
@@ -127,9 +112,9 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/whoosh"):
         lines = [f"# {shape} queries, {terms} terms"]
         lines += [_query(rng, shape, terms, vocab) for _ in range(queries_n)]
         path = folder / f"w{n:04d}-{shape}-{terms}.txt"
-        _write(path, "\n".join(lines) + "\n")
+        write_if_changed(path, "\n".join(lines) + "\n")
         repeat = rng.choice((1, 1, 1, 2, 3)) if queries_n * per_query_ms < 300 else 1
-        argv = ["--queries", _rel(path), "--docs", str(docs), "--doc-words", str(doc_words),
+        argv = ["--queries", relative_path(path, HERE), "--docs", str(docs), "--doc-words", str(doc_words),
                 "--vocab", str(vocab), "--seed", str(rng.randint(1, 10**6)),
                 "--analyzer", rng.choice(("standard", "standard", "standard", "stemming", "simple")),
                 "--fields", fields, "--group", rng.choice(("and", "and", "or")),
@@ -142,4 +127,4 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/whoosh"):
             argv.append("--highlight")
         if correct:
             argv.append("--correct")
-        yield {"id": f"whoosh-{n:04d}", "argv": argv, "files": [_rel(path)]}
+        yield {"id": f"whoosh-{n:04d}", "argv": argv, "files": [relative_path(path, HERE)]}
