@@ -176,3 +176,11 @@ def document(rng: random.Random, style: str, size: int, density: float, depth: i
         out.append(f"[^n{n}]: {blocks.inline(rng, 6, density)}")
     out += ["", "*[HTML]: Hyper Text Markup Language", "*[API]: application programming interface"]
     return "\n".join(out) + "\n"
+
+
+def document_shape(rng: random.Random) -> tuple[str, float, int]:
+    """A random (style, inline density, nesting depth) for :func:`document`."""
+    style = rng.choice(list(STYLES))
+    density = rng.choice((0.0, 0.05, 0.15, 0.3, 0.5))
+    depth = rng.choice((0, 1, 2, 4))
+    return style, density, depth

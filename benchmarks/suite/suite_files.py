@@ -21,3 +21,11 @@ def relative_path(path: Path, base: Path) -> str:
         return path.relative_to(base).as_posix()
     except ValueError:
         return str(path)
+
+
+def input_folder(out_dir: str, base: Path) -> Path:
+    """The folder a generator writes its input files to (``out_dir``, relative to ``base`` unless
+    absolute), created if missing."""
+    folder = Path(out_dir) if Path(out_dir).is_absolute() else base / out_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -15,8 +15,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from markdown_documents import STYLES, Blocks, document
-from suite_files import relative_path, write_if_changed
+from markdown_documents import Blocks, document, document_shape
+from suite_files import input_folder, relative_path, write_if_changed
 
 HERE = Path(__file__).resolve().parent
 
@@ -40,12 +40,9 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/markdown"):
     """Yield ``count`` input records; documents land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
     blocks = Blocks(seed)
-    folder = Path(out_dir) if Path(out_dir).is_absolute() else HERE / out_dir
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = input_folder(out_dir, HERE)
     for n in range(count):
-        style = rng.choice(list(STYLES))
-        density = rng.choice((0.0, 0.05, 0.15, 0.3, 0.5))
-        depth = rng.choice((0, 1, 2, 4))
+        style, density, depth = document_shape(rng)
         extensions = rng.choice(list(EXTENSION_SETS))
         # Conversion work in KB (bytes converted), log-uniform, scaled down for costly options.
         work_kb = 220 * 9 ** rng.random() / ((1 + 1.5 * density) * EXTENSION_COST[extensions])

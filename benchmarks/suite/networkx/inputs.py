@@ -19,7 +19,7 @@ import math
 import random
 from pathlib import Path
 
-from suite_files import relative_path, write_if_changed
+from suite_files import input_folder, relative_path, write_if_changed
 
 HERE = Path(__file__).resolve().parent
 
@@ -116,8 +116,7 @@ def _params(rng: random.Random) -> dict:
 def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/networkx"):
     """Yield ``count`` input records; parameter files land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
-    folder = Path(out_dir) if Path(out_dir).is_absolute() else HERE / out_dir
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = input_folder(out_dir, HERE)
     for n in range(count):
         spec = _params(rng)
         m = _edges(spec["model"], spec["n"], spec["degree"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from suite_files import relative_path, write_if_changed
+from suite_files import input_folder, relative_path, write_if_changed
 
 HERE = Path(__file__).resolve().parent
 
@@ -182,8 +182,7 @@ MODE_COST = {"parse": 1.0, "print": 1.1, "roundtrip": 2.3, "analyze": 1.05, "dum
 def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/pycparser"):
     """Yield ``count`` input records; C files land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
-    folder = Path(out_dir) if Path(out_dir).is_absolute() else HERE / out_dir
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = input_folder(out_dir, HERE)
     pools: dict[tuple[str, int, int], Gen] = {}
     for n in range(count):
         style = rng.choice(list(STYLES))

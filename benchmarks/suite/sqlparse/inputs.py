@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from suite_files import relative_path, write_if_changed
+from suite_files import input_folder, relative_path, write_if_changed
 
 HERE = Path(__file__).resolve().parent
 
@@ -209,8 +209,7 @@ def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/sqlparse"):
     """Yield ``count`` input records; SQL scripts land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
     pools = Pools(seed)
-    folder = Path(out_dir) if Path(out_dir).is_absolute() else HERE / out_dir
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = input_folder(out_dir, HERE)
     for n in range(count):
         mix = rng.choice(list(MIXES))
         complexity = rng.choice((1, 1, 2, 2, 3, 4))

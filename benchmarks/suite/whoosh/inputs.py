@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from suite_files import relative_path, write_if_changed
+from suite_files import input_folder, relative_path, write_if_changed
 
 HERE = Path(__file__).resolve().parent
 
@@ -85,8 +85,7 @@ def _query(rng: random.Random, shape: str, terms: str, vocab: int) -> str:
 def generate(count: int = 300, seed: int = 1, out_dir: str = "inputs/whoosh"):
     """Yield ``count`` input records; query files land in ``out_dir`` (relative to this file's folder)."""
     rng = random.Random(seed)
-    folder = Path(out_dir) if Path(out_dir).is_absolute() else HERE / out_dir
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = input_folder(out_dir, HERE)
     for n in range(count):
         shape = rng.choice(SHAPES)
         terms = rng.choice(("common", "mid", "rare", "any", "any"))
