@@ -55,6 +55,7 @@ def bench_program(name: str, count: int, train_fraction: float, jobs: int, looka
     row = {"program": name, "seconds": time.perf_counter() - started, "record": str(out / "build.json")}
     row["budget"] = budget_overhead(name, spec, record) if budget_check else None
     log(f"{name}: done in {row['seconds']:.0f} s")
+    (WORK / name / "row.json").write_text(json.dumps(row, indent=1) + "\n")  # for --render-only
     return row
 
 
@@ -170,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         for name in programs:
             record = WORK / name / "predictor" / "build.json"
-            if record.exists():
+            stored = WORK / name / "row.json"  # the row bench_program wrote (seconds with preparation, budget)
+            if stored.exists() and record.exists():
+                rows.append(json.loads(stored.read_text()))
+            elif record.exists():
                 seconds = json.loads(record.read_text()).get("build_seconds", 0.0)
                 rows.append({"program": name, "seconds": seconds, "record": str(record), "budget": None})
             else:

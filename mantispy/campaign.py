@@ -201,6 +201,7 @@ def _generate(path: Path, spec_dir: Path, generator: str, args: dict[str, Any]) 
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(file.parent))
+    before = set(sys.modules)
     try:
         spec.loader.exec_module(module)
         fn = getattr(module, function, None)
@@ -213,6 +214,12 @@ def _generate(path: Path, spec_dir: Path, generator: str, args: dict[str, Any]) 
         raise _fail(path, f"generator {generator!r} raised {type(exc).__name__}: {exc}") from None
     finally:
         sys.path.remove(str(file.parent))
+        # Helper modules the generator imported from its folder are forgotten: another spec's generator,
+        # in the same process, may import a module of the same name from its own folder.
+        for name in set(sys.modules) - before:
+            origin = getattr(sys.modules[name], "__file__", None) or ""
+            if origin and Path(origin).resolve().is_relative_to(file.parent):
+                del sys.modules[name]
 
 
 CALIBRATE_ALL = -1

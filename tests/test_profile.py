@@ -354,3 +354,20 @@ def test_peak_rss_is_the_programs_own_not_the_profilers(tmp_path):
     assert small < 100, f"a tiny program reported {small:.0f} MiB (the profiler holds 300+ MiB)"
     assert 60 < large - small < 120
     del ballast
+
+
+def test_generators_of_two_specs_import_their_own_helper_modules(tmp_path):
+    """Two campaigns whose generators import a helper module of the same name from their own folders,
+    loaded in one process (as the benchmark suite does): each gets its own helper."""
+    from mantispy.campaign import load_spec
+
+    specs = []
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        (folder / "app").mkdir(parents=True)
+        (folder / "app" / "main.py").write_text("print('hi')\n")
+        (folder / "helper.py").write_text(f"TAG = {name!r}\n")
+        (folder / "inputs.py").write_text("from helper import TAG\n\ndef generate():\n    yield {'id': TAG, 'argv': [TAG]}\n")
+        (folder / "campaign.toml").write_text('name = "c"\nsource = "app"\nentry = "main.py"\n\n[inputs]\ngenerator = "inputs.py:generate"\n')
+        specs.append(folder / "campaign.toml")
+    assert [load_spec(spec).inputs[0].id for spec in specs] == ["one", "two"]
