@@ -23,14 +23,19 @@ SUITE = Path(__file__).resolve().parents[1] / "benchmarks" / "suite"
 PROGRAMS = ("whoosh", "markdown", "sqlparse", "pycparser", "networkx", "mistune")
 PACKAGES = {"whoosh": "whoosh", "markdown": "markdown", "sqlparse": "sqlparse", "pycparser": "pycparser",
             "networkx": "networkx", "mistune": "mistune"}
-sys.path.insert(0, str(SUITE))  # the generators' shared modules (a prepared campaign has copies beside them)
 
 
 def load(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # The generators' shared modules (a prepared campaign has copies beside its generator). Only while
+    # loading: on sys.path for good, the suite's folders would pass for the packages (``import whoosh``).
+    sys.path.insert(0, str(SUITE))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SUITE))
     return module
 
 
