@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--slice-sample", type=int, default=0,
                         help="features sliced per program, spread over the list (0: all); the table then "
                              "extrapolates the time for all of them")
+    parser.add_argument("--note", action="append", default=[], help="a line to add under the table")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,6 +126,7 @@ def main() -> None:
     for r in rows:
         for fid, reason in r[12]:
             lines_out.append(f"- unsliceable in {r[0]}: `{fid}`: {reason}")
+    lines_out += [f"- {note}" for note in args.note]
     lines_out += ["", "Rows come from benchmarks/work/bench_slicing.json (one per program; `--programs` reruns some). "
                   "\"checked\": counter features whose evaluators were emitted and run (0 = --sample 0: all of them); "
                   "features whose slices keep the same statements share one emitted program.",

@@ -997,7 +997,8 @@ def _resolve_from(importer: SourceFile, level: int, module: str | None) -> str |
 
 
 def _kept_imports(source: SourceFile, module: cst.Module, plan: _Plan) -> list[tuple[str, tuple[str, ...]]]:
-    """(absolute module, names imported from it) of every kept import statement of a file."""
+    """(absolute module, names imported from it) of every kept import statement of a file (``("*",)``
+    for a star import, ``()`` for ``import module``)."""
     found: list[tuple[str, tuple[str, ...]]] = []
 
     class Visitor(cst.CSTVisitor):
@@ -1013,7 +1014,7 @@ def _kept_imports(source: SourceFile, module: cst.Module, plan: _Plan) -> list[t
             absolute = _resolve_from(source, len(node.relative), name)
             if absolute is None:
                 return
-            names = () if isinstance(node.names, cst.ImportStar) else tuple(
+            names = ("*",) if isinstance(node.names, cst.ImportStar) else tuple(
                 get_full_name_for_node(a.name) or "" for a in node.names)
             found.append((absolute, names))
 
@@ -1105,6 +1106,10 @@ class _Emission:
             for module, names in _kept_imports(work.parsed.source, work.parsed.module, work.plan):
                 modules.update(_module_chain(module))
                 target = self.program.by_module.get(module)
+                if names == ("*",):  # re-exported: what others need of this file may be bound there
+                    if target is not None:
+                        required.setdefault(target.path, set()).update(self.required.get(path, set()))
+                    continue
                 if not names and target is not None:  # import pkg.mod: pkg.mod.NAME reads its globals
                     required.setdefault(target.path, set()).update(attributes)
                 for name in names:

@@ -266,3 +266,40 @@ def test_a_collapsed_interface_stays_sound_and_small_programs_are_not_collapsed(
     assert coarse.slice(feature).statements_kept > small.statements_kept  # churn writes HEAP, size reads it
     rows = check_fidelity(coarse, root, [["2"], ["5"]], [feature], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_names_re_exported_by_a_star_import_keep_their_definitions(tmp_path):
+    """``from pkg import Unused, scale`` where pkg/__init__.py re-exports pkg.core with ``import *``
+    (Whoosh's whoosh.matching): the kept import needs ``Unused`` bound in pkg/core.py, although the slice
+    does not need the class itself."""
+    root = write_program(tmp_path / "star", {
+        "pkg/__init__.py": "from pkg.core import *\n",
+        "pkg/core.py": '''
+            FACTOR = 3
+
+
+            class Unused(Exception):
+                pass
+
+
+            def scale(n):
+                return n * FACTOR
+        ''',
+        "main.py": '''
+            import sys
+
+            from pkg import Unused, scale
+
+
+            def main(n):
+                total = 0
+                for i in range(scale(n)):
+                    total += i
+                return total
+
+
+            main(int(sys.argv[1]))
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["3"], ["8"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
