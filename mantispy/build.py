@@ -202,11 +202,9 @@ class CostMeter:
                                        f"{budget * 1000:.1f} ms)", kept)
                     return Verdict(feature, "unsliceable", detail=f"input {item['id']}: evaluator fails: {exc}",
                                    statements_kept=kept)
-                expected = float(item["features"].get(feature, 0.0))
-                got = values.get(feature, math.nan)
-                if not math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
-                    return Verdict(feature, "evaluator disagrees", detail=f"input {item['id']}: evaluator {got:g}, "
-                                   f"program {expected:g}", statements_kept=kept)
+                disagreement = _disagreement(feature, item, values)
+                if disagreement is not None:
+                    return Verdict(feature, "evaluator disagrees", detail=disagreement, statements_kept=kept)
                 costs.append(cost)
                 if cost > 3 * budget:  # clearly over: the other inputs cannot save it
                     break
@@ -242,15 +240,23 @@ class CostMeter:
                                               timeout=max(timeout, 10 * self.budget_s))
                 except WarmError as exc:
                     return f"input {item['id']}: evaluator fails: {exc}"
-                expected = float(item["features"].get(feature, 0.0))
-                got = values.get(feature, math.nan)
-                if not math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
-                    return f"input {item['id']}: evaluator {got:g}, program {expected:g}"
+                disagreement = _disagreement(feature, item, values)
+                if disagreement is not None:
+                    return disagreement
         except WarmError as exc:
             return f"evaluator does not start: {exc}"
         finally:
             warm.close()
         return None
+
+
+def _disagreement(feature: str, item: dict[str, Any], values: dict[str, float]) -> str | None:
+    """How the evaluator's value of ``feature`` differs from the profiled one on input ``item``, or None."""
+    expected = float(item["features"].get(feature, 0.0))
+    got = values.get(feature, math.nan)
+    if math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-9):
+        return None
+    return f"input {item['id']}: evaluator {got:g}, program {expected:g}"
 
 
 class Substitutes:
