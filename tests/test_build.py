@@ -209,9 +209,10 @@ def test_a_cheap_evaluator_is_checked_on_every_training_input(built, tmp_path):
         return {"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs, "wall_s": 0.2, "features": {feature: value}}
 
     def meter(check_value, work):
-        probe = CostMeter(session, spec, [item(first, 0.0)], 1.0, 0.2, work, "x", 5, lambda m: None)
+        # A budget of 100 s: the verdict must turn on fidelity alone, however slow the machine.
+        probe = CostMeter(session, spec, [item(first, 0.0)], 1.0, 100.0, work, "x", 5, lambda m: None)
         got = _evaluate_alone(probe, feature, first, work)  # the evaluator's own values, as the program's
-        probe = CostMeter(session, spec, [item(first, got[0])], 1.0, 0.2, work, "x", 5, lambda m: None,
+        probe = CostMeter(session, spec, [item(first, got[0])], 1.0, 100.0, work, "x", 5, lambda m: None,
                           check_inputs=[item(other, got[1] if check_value is None else check_value)])
         return probe, got
 
