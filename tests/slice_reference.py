@@ -1,0 +1,158 @@
+"""The set-based Horwitz-Reps-Binkley slicer that slicer/slice_index.py replaced, kept as the oracle
+its compiled product-graph search must agree with (tests/test_slice_index.py)."""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+
+from mantispy.slicer.sdg import SDG, Node
+
+PASS1 = {"control", "data", "summary", "call", "param-in"}
+PASS2 = {"control", "data", "summary", "param-out"}
+
+
+def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
+    """All SDG nodes the criteria depend on (HRB two-pass), closed under syntax: a kept statement in an
+    ``except`` or ``with`` body needs that clause's header (its exception type, its context manager)
+    to exist in the emitted program, so the headers join the criteria until nothing changes."""
+    first: set[Node] = set()  # found by pass 1 (and so expanded by both passes)
+    nodes: set[Node] = set()  # the slice so far
+    todo = set(criteria)  # to expand with both passes
+    descend: set[Node] = set()  # to expand with pass 2 only
+    while todo or descend:  # incremental: each round expands only what is new
+        new_first = _reach(sdg, todo, PASS1, first)
+        first |= new_first
+        nodes |= new_first | _reach(sdg, (new_first - nodes) | descend, PASS2, nodes | new_first)
+        # Dunders and properties of kept classes that the program also calls explicitly are kept for the
+        # objects the slice already has: what they need is followed, but not up to their static call
+        # sites (those matter only if the slice already holds them).
+        ascend, descend = _escaping_bodies(sdg, nodes)
+        todo = (_enclosing_headers(sdg, nodes) | ascend | _class_bodies(sdg, nodes) | _constant_writers(sdg, nodes)) - first
+        descend -= nodes
+    return nodes
+
+
+def _constant_writers(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """The module/class-body statements that write the import-time constants the slice reads (``global``
+    edges, see sdg._import_time_constants): they run at import, in no caller's context, so both
+    passes expand them (pass 1 ascends to the imports that run their module)."""
+    preds = _predecessors(sdg, frozenset({"global"}))
+    return {writer for node in nodes for writer in preds.get(node, ())}
+
+
+def _class_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """The attribute statements of every class whose body runs in the slice: ``x: int`` of a
+    dataclass, enum members, ``__slots__``, class constants are read implicitly (by decorators,
+    metaclasses, ``getattr``), so a kept class keeps them (methods are decided one by one)."""
+    extra: set[Node] = set()
+    for key, proc in sdg.procs.items():
+        if proc.unit.kind == "class" and sdg.entry(key) in nodes:
+            for v in proc.cfg.statements():
+                if not (v.kind == "def" and isinstance(v.node, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                    extra.add(sdg.vertex(key, v.id))
+    return extra
+
+
+def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]:
+    """Bodies of functions the slice creates that code outside the program may call.
+
+    A function no resolved call reaches, yet created by a kept statement, has escaped as a value
+    (``type=convert``, ``key=lambda ...``, a callback stored away), and a dunder method or property of a
+    kept class is called implicitly (``sorted`` calls ``__lt__``, ``for`` calls ``__iter__``): whatever
+    calls them is invisible to the call graph, so their whole bodies are kept. Returns (what to expand
+    with both passes, what with pass 2 only: bodies of implicit methods that also have static callers)."""
+    ascend: set[Node] = set()  # expanded by both passes
+    descend: set[Node] = set()  # by pass 2 only: never up along their static call edges
+    for entry, creators, implicit, class_entry, uncalled, body in _function_facts(sdg):
+        created = any(c in nodes for c in creators) or (implicit and class_entry in nodes)
+        if created and (implicit or uncalled):
+            ascend.update(creators)
+            (ascend if uncalled else descend).update([entry, *body])
+    return ascend, descend
+
+
+def _function_facts(sdg: SDG) -> list[tuple]:
+    """Per function/lambda: (entry, creator vertices, called implicitly?, its class's entry, never called
+    explicitly?, its statement vertices); computed once per SDG."""
+    cached = sdg.__dict__.get("_function_facts")
+    if cached is not None:
+        return cached
+    facts = []
+    for key, proc in sdg.procs.items():
+        if proc.unit.kind not in ("function", "lambda"):
+            continue
+        entry = sdg.entry(key)
+        creators = [pred for pred, _, d in sdg.graph.in_edges(entry, data=True) if d.get("label") == "def"]
+        name = proc.unit.qualname.rsplit(".", 1)[-1].split("@")[0]
+        implicit = name.startswith("__") and name.endswith("__") or _is_property(proc.unit.node)
+        parent = proc.unit.parent
+        class_entry = sdg.entry((key[0], parent.qualname)) if parent is not None and parent.kind == "class" else None
+        body = [sdg.vertex(key, v.id) for v in proc.cfg.statements()]
+        facts.append((entry, creators, implicit, class_entry, not sdg.calls_to.get(key), body))
+    sdg.__dict__["_function_facts"] = facts
+    return facts
+
+
+def _is_property(node: ast.AST) -> bool:
+    for decorator in getattr(node, "decorator_list", []):
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+        if name in ("property", "setter", "getter", "deleter", "cached_property"):
+            return True
+    return False
+
+
+def _enclosing_headers(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """Handler and with-enter/-exit vertices whose bodies contain a kept vertex."""
+    headers: set[Node] = set()
+    by_proc: dict = {}
+    for node in nodes:
+        if node[0] == "v":
+            by_proc.setdefault(node[1], []).append(node[2])
+    for key, vids in by_proc.items():
+        cfg = sdg.procs[key].cfg
+        containers = []
+        for v in cfg.vertices.values():
+            if v.kind == "handler" and v.span:
+                containers.append((v.span, [v.id]))
+            elif v.kind == "with-exit" and v.span:
+                enters = [u.id for u in cfg.vertices.values() if u.kind == "with-enter"
+                          and any(u.node is item for item in v.node.items)]
+                containers.append((v.span, [v.id, *enters]))
+        for vid in vids:
+            span = cfg.vertices[vid].span
+            if span is None:
+                continue
+            for outer, ids in containers:
+                if vid not in ids and (outer[0], outer[1]) <= span[:2] and span[2:] <= (outer[2], outer[3]):
+                    headers.update(sdg.vertex(key, i) for i in ids)
+    return headers
+
+
+def _predecessors(sdg: SDG, kinds: frozenset[str]) -> dict[Node, list[Node]]:
+    """node -> predecessors along edges of ``kinds``; built once per SDG and edge-kind set."""
+    cache = sdg.__dict__.setdefault("_pred_cache", {})
+    if kinds not in cache:
+        preds: dict[Node, list[Node]] = {}
+        for a, b, data in sdg.graph.edges(data=True):
+            if data["kind"] in kinds:
+                preds.setdefault(b, []).append(a)
+        cache[kinds] = preds
+    return cache[kinds]
+
+
+def _reach(sdg: SDG, start: set[Node], kinds: set[str], known: set[Node] | None = None) -> set[Node]:
+    """Nodes reachable backwards from ``start`` along ``kinds`` (start included), not expanding
+    through nodes in ``known`` other than the start nodes themselves; returns the nodes found."""
+    preds = _predecessors(sdg, frozenset(kinds))
+    known = known if known is not None else set()
+    found = set(start)
+    todo = deque(start)
+    while todo:
+        for pred in preds.get(todo.popleft(), ()):
+            if pred not in found and pred not in known:
+                found.add(pred)
+                todo.append(pred)
+    return found
+
+
