@@ -113,6 +113,8 @@ class EmitReport:
     criterion: str
     command: list[str]  # run as ``[*command, *ARGS]``
     warnings: list[str] = field(default_factory=list)
+    # file -> spans of top-level statements kept for the names they bind but not in the slice (see _Plan)
+    added: dict[str, list[Span]] = field(default_factory=dict)
 
     @property
     def statements_kept(self) -> int:
@@ -336,6 +338,9 @@ class _Plan:
     used: set[str] = field(default_factory=set)  # names read by kept code
     imports: list[tuple[int, str | None, tuple[str, ...] | None]] = field(default_factory=list)
     kept_statements: int = 0
+    # top-level statements kept for their names only (a module constant, a class that kept code reads),
+    # which the slice itself does not hold: what they need must be sliced for too (see SliceSession.emit)
+    added: list[Span] = field(default_factory=list)
 
 
 class _Planner:
@@ -428,6 +433,7 @@ class _Planner:
         if isinstance(small, (cst.Import, cst.ImportFrom)):
             return self.import_needed(small, scope)
         if not scope and isinstance(small, (cst.Assign, cst.AnnAssign)) and self._binds_used(small):
+            self.plan.added.append(self.p.byte_span(small))
             return True, True  # a module-level name that kept code (e.g. a kept class's header) reads
         return False, False
 
@@ -553,8 +559,10 @@ class _Planner:
     def stmt_ClassDef(self, stmt: cst.ClassDef, scope: str) -> bool:
         qualname = self._qualname(scope, stmt.name.value)
         body = self.suite(stmt.body, qualname)
-        if (body or self.starts_kept(self.p.byte_span(stmt)) or qualname in self.keep_units
-                or id(stmt) in self.forced or (not scope and stmt.name.value in self.required | self.previous_used)):
+        sliced = body or self.starts_kept(self.p.byte_span(stmt)) or qualname in self.keep_units or id(stmt) in self.forced
+        if sliced or (not scope and stmt.name.value in self.required | self.previous_used):
+            if not sliced:  # its objects behave as its (implicit) methods say: __getattr__, __iter__...
+                self.plan.added.append(self.p.byte_span(stmt))
             self.keep(stmt, *stmt.decorators, *stmt.bases, *stmt.keywords)
             return True
         return False
@@ -1683,7 +1691,8 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
                                     for p, s in stats.items() if not s.sliced and not program.by_path[p].is_package]
     return EmitReport(out_dir=out_dir, files=written, statements=stats, entry=result.entry,
                       criterion=result.criterion, command=[sys.executable, str(out_dir / ENTRY_FILE)],
-                      warnings=warnings)
+                      warnings=warnings,
+                      added={p: list(w.plan.added) for p, w in sorted(emission.work.items()) if w.plan and w.plan.added})
 
 
 def _preload(program: Program, emission: _Emission, entry_source: SourceFile, entry: str,

@@ -56,45 +56,50 @@ class SliceSession:
         self.build_seconds = time.perf_counter() - started
         self.features = dict(reuse.features) if reuse is not None else {f["id"]: f for f in features_of(self.program)}
 
-    def slice(self, feature_id: str) -> SliceResult:
-        """The slice of one feature (raises EvaluatorError if its construct cannot be found)."""
-        feature = self.features.get(feature_id)
-        if feature is None:
-            raise EvaluatorError(f"{feature_id}: no such feature in {self.program.root}; see mantispy instrument's manifest")
-        try:
-            return SliceResult.from_dict(slice_feature(self.sdg, feature, self.entry))
-        except CriterionError as exc:
-            raise EvaluatorError(str(exc)) from None
+    def slice(self, feature_id: str, also: dict[str, list] | None = None) -> SliceResult:
+        """The slice of one feature (raises EvaluatorError if its construct cannot be found); ``also``:
+        top-level statements (file -> spans) to slice for as well (see :meth:`emit`)."""
+        return self.slice_combined([feature_id], also)
 
     def emit(self, feature_id: str, out_dir: Path, k: int = 5):
         """Slice and write the evaluator of one feature; returns (SliceResult, EmitReport)."""
-        result = self.slice(feature_id)
-        try:
-            report = emit_slice(self.program, result, out_dir, k)
-        except EmitError as exc:
-            raise EvaluatorError(f"{feature_id}: {exc}") from None
-        (Path(out_dir) / "slice.json").write_text(json.dumps(result.to_dict(), indent=1) + "\n")
-        return result, report
+        return self.emit_combined([feature_id], out_dir, k)
 
-    def slice_combined(self, feature_ids: list[str]) -> SliceResult:
+    def slice_combined(self, feature_ids: list[str], also: dict[str, list] | None = None) -> SliceResult:
         """One slice for several features (shared work kept once)."""
         missing = [f for f in feature_ids if f not in self.features]
         if missing:
             raise EvaluatorError(f"{missing[0]}: no such feature in {self.program.root}; see mantispy instrument's manifest")
         try:
-            return SliceResult.from_dict(slice_features(self.sdg, [self.features[f] for f in feature_ids], self.entry))
+            return SliceResult.from_dict(slice_features(self.sdg, [self.features[f] for f in feature_ids], self.entry, also))
         except CriterionError as exc:
             raise EvaluatorError(str(exc)) from None
 
-    def emit_combined(self, feature_ids: list[str], out_dir: Path, k: int = 5):
+    def emit_combined(self, feature_ids: list[str], out_dir: Path, k: int = 5, rounds: int = 8):
         """Slice for and write one evaluator computing every feature of ``feature_ids`` in a single run of
         the sliced program; returns (SliceResult, EmitReport). ``evaluate_all`` in its evaluate.py gives
-        {feature id: value}."""
-        result = self.slice_combined(feature_ids)
-        try:
-            report = emit_slice(self.program, result, out_dir, k)
-        except EmitError as exc:
-            raise EvaluatorError(str(exc)) from None
+        {feature id: value}.
+
+        The emitter keeps top-level statements the slice lacks when kept code reads the names they bind
+        (``Text = Token.Text``, a class a kept import names); they run in the evaluator, so they are
+        sliced for too (``Token.Text`` needs ``_TokenType.__getattr__``) and the evaluator emitted again,
+        until the emitter adds nothing new (at most ``rounds`` times)."""
+        also: dict[str, list] = {}
+        for _ in range(rounds):
+            result = self.slice_combined(feature_ids, also)
+            try:
+                report = emit_slice(self.program, result, out_dir, k)
+            except EmitError as exc:
+                raise EvaluatorError(f"{feature_ids[0] if len(feature_ids) == 1 else 'combined evaluator'}: {exc}") from None
+            grown = False
+            for file, spans in report.added.items():
+                known = also.setdefault(file, [])
+                for span in spans:
+                    if list(span) not in known:
+                        known.append(list(span))
+                        grown = True
+            if not grown:
+                break
         (Path(out_dir) / "slice.json").write_text(json.dumps(result.to_dict(), indent=1) + "\n")
         return result, report
 

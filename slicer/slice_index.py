@@ -28,12 +28,13 @@ from typing import Any, Iterable
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .sdg import SDG, Node
 
 PASS1 = frozenset({"control", "data", "summary", "call", "param-in"})
 PASS2 = frozenset({"control", "data", "summary", "param-out"})
+MASKS_KEPT = 256  # slices (and their facts) remembered per index, oldest dropped first
 
 
 class SliceIndex:
@@ -84,13 +85,17 @@ class SliceIndex:
                 edge(hub_f, self._id(vertex) + (0 if uncalled else n))
         self.size = 2 * self.n + len(facts) + 1  # the last vertex is the criteria hub of a search
         src = np.frombuffer(sources, dtype=np.int64)
-        order = np.argsort(src, kind="stable")
-        self._indices = np.frombuffer(targets, dtype=np.int64)[order].astype(np.int32)
-        counts = np.bincount(src, minlength=self.size)
-        self._indptr = np.zeros(self.size + 1, dtype=np.int32)
-        np.cumsum(counts, out=self._indptr[1:])
+        dst = np.frombuffer(targets, dtype=np.int64)
+        # canonical CSR (sorted, no duplicate edges): scipy's strong components go wrong on duplicates
+        base = csr_matrix((np.ones(len(src)), (src, dst)), shape=(self.size, self.size))
+        base.sum_duplicates()
+        self._indices = base.indices.astype(np.int32)
+        self._indptr = base.indptr.astype(np.int32)
         self._nnz = len(self._indices)
         self._data = np.ones(self._nnz + self.n, dtype=np.float64)
+        self._components = connected_components(base, directed=True, connection="strong")[1]
+        self._masks: dict[tuple[int, ...], np.ndarray] = {}
+        self._facts: dict[tuple[int, ...], dict[str, Any]] = {}
         if len(self.nodes) != n:
             raise AssertionError("a slicing rule names a vertex outside the SDG's procedures")
         self._describe()
@@ -112,18 +117,45 @@ class SliceIndex:
 
     # ------------------------------------------------------------------ slicing
     def slice(self, criteria: Iterable[Node]) -> np.ndarray:
-        """A boolean mask over :attr:`nodes`: the backward slice of ``criteria`` (HRB two-pass, closed
-        under the rules of the module docstring)."""
+        """A read-only boolean mask over :attr:`nodes`: the backward slice of ``criteria`` (HRB
+        two-pass, closed under the rules of the module docstring)."""
+        return self.keyed_slice(criteria)[1]
+
+    def keyed_slice(self, criteria: Iterable[Node]) -> tuple[tuple[int, ...], np.ndarray]:
+        """(key, mask): criteria in the same strongly connected components of the product graph reach
+        the same vertices, so their slice is searched once and shared; ``key`` names those components."""
         starts = np.unique(np.fromiter((self.ids[c] for c in criteria), dtype=np.int32))
-        hub = self.size - 1
-        indices = np.concatenate([self._indices, starts])
-        indptr = self._indptr.copy()
-        indptr[-1] = len(indices)
-        graph = csr_matrix((self._data[: len(indices)], indices, indptr), shape=(self.size, self.size))
-        reached = breadth_first_order(graph, hub, directed=True, return_predecessors=False)
-        mask = np.zeros(self.size, dtype=bool)
-        mask[reached] = True
-        return mask[self.n: 2 * self.n]
+        key = tuple(np.unique(self._components[starts]).tolist())
+        mask = self._masks.get(key)
+        if mask is None:
+            indices = np.concatenate([self._indices, starts])
+            indptr = self._indptr.copy()
+            indptr[-1] = len(indices)
+            graph = csr_matrix((self._data[: len(indices)], indices, indptr), shape=(self.size, self.size))
+            reached = breadth_first_order(graph, self.size - 1, directed=True, return_predecessors=False)
+            full = np.zeros(self.size, dtype=bool)
+            full[reached] = True
+            mask = full[self.n: 2 * self.n].copy()
+            mask.flags.writeable = False
+            if len(self._masks) >= MASKS_KEPT:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = mask
+        return key, mask
+
+    def top_level_vertices(self, file: str, spans: Iterable[tuple]) -> set[Node]:
+        """The vertices of ``file``'s module body that lie within any of ``spans`` (ast-style, byte
+        columns): the statements the emitter keeps for the names they bind (see emit._Plan.added)."""
+        module = self.sdg.procs.get((file, "<module>"))
+        if module is None:
+            return set()
+        found = set()
+        for v in module.cfg.vertices.values():
+            if v.span is None:
+                continue
+            start, end = tuple(v.span[:2]), tuple(v.span[2:])
+            if any(tuple(sp[:2]) <= start and end <= tuple(sp[2:]) for sp in spans):
+                found.add(self.sdg.vertex(module.key, v.id))
+        return found
 
     def nodes_of(self, mask: np.ndarray) -> set[Node]:
         """The SDG vertices of a slice mask."""
@@ -212,9 +244,18 @@ class SliceIndex:
             found.append((str(u), sids[after & before]))
         return found
 
-    def facts(self, mask: np.ndarray) -> dict[str, Any]:
+    def facts(self, mask: np.ndarray, key: tuple[int, ...] | None = None) -> dict[str, Any]:
         """What a slice artefact says about the slice ``mask``: kept spans per file, kept units, the kept
-        call sites and why, unresolved sites inside the slice, statements kept / total."""
+        call sites and why, unresolved sites inside the slice, statements kept / total. With the
+        ``key`` of :meth:`keyed_slice`, remembered for the next feature with the same slice (callers
+        must not change the result)."""
+        if key is not None:
+            found = self._facts.get(key)
+            if found is None:
+                if len(self._facts) >= MASKS_KEPT // 2:
+                    self._facts.pop(next(iter(self._facts)))
+                found = self._facts[key] = self.facts(mask)
+            return found
         kept_sids = np.unique(self.span_id[mask])
         kept_sids = kept_sids[kept_sids >= 0]
         kept: dict[str, set] = {}
@@ -242,7 +283,9 @@ class SliceIndex:
         is_kept = np.zeros(len(self.spans) + 1, dtype=bool)
         is_kept[kept_sids] = True
         unresolved = [site for site, sids in self.unresolved if is_kept[sids].any()]
-        return {"kept": kept, "keep_units": keep_units, "calls": calls, "unresolved": unresolved,
+        return {"kept": {f: tuple(sorted(spans)) for f, spans in sorted(kept.items())},  # spans: tuples
+                "keep_units": {f: sorted(units) for f, units in sorted(keep_units.items())},
+                "calls": calls, "unresolved": unresolved,
                 "statements_total": self.statements_total,
                 "statements_kept": int(np.count_nonzero(mask & self.statement))}
 

@@ -224,19 +224,22 @@ def slice_feature(sdg: SDG, feature: dict[str, Any], entry: str) -> dict[str, An
     return slice_features(sdg, [feature], entry)
 
 
-def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str) -> dict[str, Any]:
+def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
+                   also: dict[str, list] | None = None) -> dict[str, Any]:
     """One slice for several features at once (the union of their criteria, sliced in one pass), as a
     predictor's combined evaluator needs it. The first feature fills the ``criterion*`` fields; all of
-    them are listed under ``criteria``."""
+    them are listed under ``criteria``. ``also`` (file -> spans of top-level statements) adds the
+    statements the emitter keeps for their names to the criteria (see SliceSession.emit)."""
     if not features:
         raise CriterionError("no feature to slice for")
     criteria: set[Node] = set()
     for feature in features:
         criteria |= criterion_nodes(sdg, feature)
     index = SliceIndex.of(sdg)
-    mask = index.slice(criteria)
-    facts = index.facts(mask)
-    kept, keep_units = facts["kept"], facts["keep_units"]
+    for file, spans in (also or {}).items():
+        criteria |= index.top_level_vertices(file, spans)
+    key, mask = index.keyed_slice(criteria)
+    facts = index.facts(mask, key)
     observed = _observed_in_slice(sdg, index, mask)
     feature = features[0]
     return {
@@ -248,10 +251,10 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str) -> dict
         "criteria": [{"id": f["id"], "kind": f["kind"], "file": f["file"], "span": list(f["span"]),
                       "detail": f["detail"]} for f in features],
         "entry": entry,
-        "kept": {f: sorted(list(s) for s in spans) for f, spans in sorted(kept.items())},
-        "keep_units": {f: sorted(units) for f, units in sorted(keep_units.items())},
-        "calls": facts["calls"],
-        "unresolved": facts["unresolved"],
+        "kept": {f: list(spans) for f, spans in facts["kept"].items()},  # spans as (immutable) tuples
+        "keep_units": {f: list(units) for f, units in facts["keep_units"].items()},
+        "calls": [dict(call) for call in facts["calls"]],
+        "unresolved": list(facts["unresolved"]),
         "statements_total": facts["statements_total"],
         "statements_kept": facts["statements_kept"],
         **({"calls_observed": observed} if sdg.observed is not None else {}),
