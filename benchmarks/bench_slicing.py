@@ -5,7 +5,7 @@ For each program: build the call graph and the SDG with its summary edges once, 
 spread over the list) and compare each with the fully instrumented program on several inputs.
 Writes its section of benchmarks/RESULTS.md.
 
-    .venv/bin/python benchmarks/bench_slicing.py [--sample 60] [--programs minisearch,sqlparse,whoosh]
+    .venv/bin/python benchmarks/bench_slicing.py [--sample 60] [--programs minisearch,sqlparse,mistune,whoosh]
         [--slice-sample N]
 """
 
@@ -45,8 +45,9 @@ def programs(work: Path, wanted: set[str]) -> list[tuple[str, Path, str, list[li
         shutil.copy(SQL_WORKLOAD, root / "work.py")
         import sqlparse
         found.append((f"sqlparse {sqlparse.__version__} (PyPI)", root, "work.py", [["2", "1"], ["5", "2", "r"], ["4", "3"]]))
-    if "whoosh" in wanted and importlib.util.find_spec("whoosh") is not None:
-        found.append(_suite_program("whoosh", work))
+    for name in ("mistune", "markdown", "pycparser", "whoosh"):  # suite programs (benchmarks/suite)
+        if name in wanted and importlib.util.find_spec(name) is not None:
+            found.append(_suite_program(name, work))
     return found
 
 

@@ -31,6 +31,7 @@ conservative default of :mod:`externals`).
 from __future__ import annotations
 
 import ast
+import builtins
 import symtable
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -43,6 +44,21 @@ ANY: Location = ("any",)
 RET: Location = ("ret",)  # the value a unit hands back to its caller (return, yield, lambda body, element)
 UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "__import__"}
 ATTR_ANY: tuple = ("attr", "*")
+
+
+def _names_a_builtin(call: ast.Call, name: str | None) -> bool:
+    """``eval("exec")``: an ``eval`` of a string literal that is just a builtin's name (Whoosh's
+    ``exec_ = eval("exec")``) reads that builtin and touches nothing else."""
+    if name != "eval" or len(call.args) != 1 or call.keywords:
+        return False
+    text = call.args[0]
+    if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
+        return False
+    try:
+        expr = ast.parse(text.value.strip(), mode="eval").body
+    except SyntaxError:
+        return False
+    return isinstance(expr, ast.Name) and expr.id in dir(builtins)
 """Some attribute, named at run time (``setattr(obj, name, v)``): every plain attribute read uses it too.
 A method call's lookup (``x.m(...)``) does not: methods are rarely set by computed names, and a program
 that does so would otherwise make every call depend on every such ``setattr``."""
@@ -283,7 +299,7 @@ class _Collector(ast.NodeVisitor):
                 return
             self._unknown(node, receiver)
             return
-        if name in UNMODELLED_CALLS:
+        if name in UNMODELLED_CALLS and not _names_a_builtin(node, name):
             self.access.havoc(node, f"{name}()")
             return
         if name is not None and externals.consumes(name):

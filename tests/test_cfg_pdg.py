@@ -302,3 +302,19 @@ def test_unmodelled_constructs_are_reported_and_treated_conservatively():
     assert ("setattr(obj, name, 2)", "data:obj") in depends(pdg, "b = obj.size")  # and mutated obj
     assert ("a = 1", "data:a") in depends(pdg, "exec(code)")  # exec may read anything
     assert ("exec(code)", "data:any") in depends(pdg, "return a")  # and write anything
+
+
+def test_eval_of_a_builtins_name_is_a_plain_read():
+    """Whoosh's compat.py does ``exec_ = eval("exec")`` at import: that reads the builtin and touches
+    nothing else, while any other eval still may read and write anything."""
+    g = graphs("""
+        def f(code):
+            a = 1
+            run = eval("exec")
+            other = eval(code)
+            return a
+    """)
+    assert [(n.line, n.what) for n in g.unsupported] == [(5, "eval()")]
+    pdg = g.pdgs["f"]
+    assert ('run = eval("exec")', "data:any") not in depends(pdg, "return a")
+    assert ("other = eval(code)", "data:any") in depends(pdg, "return a")
