@@ -15,9 +15,12 @@ Locations (what a definition writes and a use reads):
   ``for-iter`` to ``for-next``, a context manager from ``with-enter`` to ``with-exit``, a match
   subject to its cases).
 * ``ANY``: what a construct the analysis does not model may touch (``exec``/``eval``, ``globals()``,
-  ``locals()``, ``vars()``, ``setattr``/``delattr``, ``__dict__``, ``from m import *``). Such a vertex
+  ``locals()``, ``vars()``, ``from m import *``). Such a vertex
   weakly defines ``ANY`` (every later use may depend on it) and uses ``ANY`` (it depends on every
   definition that reaches it); each is reported as an :class:`Unsupported` note with its location.
+  ``obj.__dict__`` written through (``.update(...)``, ``[k] = v``, ``= d``) writes "some field"
+  (``ATTR_ANY``) and obj; read otherwise, it uses ``ANY`` (every field). ``__import__(...)`` only
+  imports: a module body it may run writes import-time globals, which the SDG handles apart.
 
 Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
 unsliceable rather than trust a wrong slice): aliasing through plain assignment is not tracked
@@ -44,6 +47,7 @@ ANY: Location = ("any",)
 RET: Location = ("ret",)  # the value a unit hands back to its caller (return, yield, lambda body, element)
 UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "__import__"}
 ATTR_ANY: tuple = ("attr", "*")
+DICT_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 
 
 def _names_a_builtin(call: ast.Call, name: str | None) -> bool:
@@ -178,6 +182,7 @@ class _Collector(ast.NodeVisitor):
                  internal=lambda call: False) -> None:
         self.unit, self.scopes, self.access, self.nested = unit, scopes, access, nested
         self.internal = internal
+        self.dict_writes: set[int] = set()  # ``obj.__dict__`` nodes that are written through
 
     def var(self, name: str) -> Location:
         return self.scopes.resolve(self.unit, name)
@@ -203,7 +208,8 @@ class _Collector(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute, method_lookup: bool = False) -> None:
         if node.attr == "__dict__":
-            self.access.havoc(node, "__dict__")
+            self._object_dict(node)
+            return
         self.visit(node.value)
         if isinstance(node.ctx, ast.Load):
             self.access.uses.add(("attr", node.attr))
@@ -212,9 +218,28 @@ class _Collector(ast.NodeVisitor):
         else:
             self.access.define(("attr", node.attr), strong=False)
 
+    def _object_dict(self, node: ast.Attribute) -> None:
+        """``obj.__dict__``: a store, or a mutation through it (``.update(...)``, ``[k] = v``), writes some
+        field of obj (``ATTR_ANY``, which every field read uses) and obj; any other read of it reads
+        every field, which only ``ANY`` stands for (a use, reported as not modelled)."""
+        self.visit(node.value)
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_writes:
+            self.access.uses.add(ANY)
+            self.access.unsupported.append((node.lineno, node.col_offset, "__dict__"))
+            return
+        self.access.define(ATTR_ANY, strong=False)
+        root = self.root(node.value)
+        if root is not None:
+            self.access.define(root, strong=False)
+
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, ast.Load):
             self.generic_visit(node)
+            return
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
+            self.dict_writes.add(id(node.value))
+            self._object_dict(node.value)
+            self.visit(node.slice)
             return
         self.visit(_as_load(node.value))
         self.visit(node.slice)
@@ -264,6 +289,10 @@ class _Collector(ast.NodeVisitor):
 
     # -- calls and their effects
     def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__"
+                and func.attr in DICT_MUTATORS):
+            self.dict_writes.add(id(func.value))
         if isinstance(node.func, ast.Attribute) and isinstance(node.func.ctx, ast.Load):
             self.visit_Attribute(node.func, method_lookup=True)
             for child in [*node.args, *node.keywords]:
@@ -299,6 +328,8 @@ class _Collector(ast.NodeVisitor):
                 return
             self._unknown(node, receiver)
             return
+        if name == "__import__":
+            return  # imports a module and returns it: module bodies only write import-time globals
         if name in UNMODELLED_CALLS and not _names_a_builtin(node, name):
             self.access.havoc(node, f"{name}()")
             return

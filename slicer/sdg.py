@@ -439,7 +439,13 @@ def _import_time_constants(sdg: SDG) -> None:
                 continue
             for loc in access.defs:
                 if loc == ANY:
-                    wildcard_by_file[key[0]].append(sdg.vertex(key, vid))
+                    exported = _star_import_exports(sdg, proc, vid)
+                    if exported is None:
+                        wildcard_by_file[key[0]].append(sdg.vertex(key, vid))
+                        continue
+                    for name in exported:  # ``from m import *`` binds m's public names here, nothing else
+                        defs[("var", key[0], "<module>", name)].append(sdg.vertex(key, vid))
+                        defs[("attr", name)].append(sdg.vertex(key, vid))
                 elif proc.unit.kind == "class" and loc[0] == "var" and loc[1] == proc.unit.qualname:
                     defs[("attr", loc[2])].append(sdg.vertex(key, vid))
                 else:
@@ -456,6 +462,74 @@ def _import_time_constants(sdg: SDG) -> None:
     everywhere = [v for vs in wildcard_by_file.values() for v in vs]
     constant = {loc: vertices for loc, vertices in defs.items() if _constant_kind(loc) and loc not in written_elsewhere}
     sdg.constant_defs = _ConstantDefs(constant, written_elsewhere, {"attr": everywhere, **wildcard_by_file})
+
+
+def _star_import_exports(sdg: SDG, proc: Procedure, vid: int) -> set[str] | None:
+    """The names a module-level ``from m import *`` binds, when m is a program module whose public
+    names are known (a literal ``__all__``, else its module-level names without a leading underscore,
+    through its own star imports); None for any other statement or an unknown set."""
+    node = proc.cfg.vertices[vid].node
+    if proc.unit.kind != "module" or not (isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)):
+        return None
+    source = _star_source(sdg, proc.source, node)
+    return _module_exports(sdg, source, set()) if source is not None else None
+
+
+def _star_source(sdg: SDG, importer: SourceFile, node: ast.ImportFrom) -> str | None:
+    module_of = sdg.__dict__.get("_module_of") or sdg.__dict__.setdefault(
+        "_module_of", {f.modname: f.path for f in sdg.program.files})
+    found = _imported_modules(importer, ast.ImportFrom(module=node.module, names=[], level=node.level), module_of)
+    return module_of[found[-1]] if found else None
+
+
+def _module_exports(sdg: SDG, file: str, seen: set[str]) -> set[str] | None:
+    cache = sdg.__dict__.setdefault("_module_exports", {})
+    if file in cache:
+        return cache[file]
+    if file in seen:
+        return None
+    seen.add(file)
+    source = sdg.program.by_path.get(file)
+    module = sdg.procs.get((file, "<module>"))
+    if source is None or module is None:
+        return None
+    declared = _literal_all(source.tree)
+    names: set[str] | None = set()
+    for key, proc in sdg.procs.items():
+        if key[0] != file:
+            continue
+        for vid, access in proc.access.items():
+            for loc in access.defs:
+                if loc[0] == "var" and loc[1] == "<module>":
+                    names.add(loc[2])
+                elif loc == ANY:
+                    node = proc.cfg.vertices[vid].node
+                    star = (proc is module and isinstance(node, ast.ImportFrom)
+                            and any(a.name == "*" for a in node.names) and _star_source(sdg, source, node))
+                    more = _module_exports(sdg, star, seen) if star else None
+                    if more is None:
+                        cache[file] = None
+                        return None
+                    names |= more
+    found = declared if declared is not None else {n for n in names if not n.startswith("_")}
+    cache[file] = found
+    return found
+
+
+def _literal_all(tree: ast.Module) -> set[str] | None:
+    """The names of a module's ``__all__`` if it is only ever a literal list/tuple of strings (also
+    extended by ``+=``), else None."""
+    names: set[str] | None = None
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = stmt.value
+        if not (isinstance(value, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)):
+            return None
+        listed = {e.value for e in value.elts}
+        names = (names or set()) | listed if isinstance(stmt, ast.AugAssign) else listed
+    return names
 
 
 def _binds_code_object(sdg: SDG, writers: list[Node]) -> bool:
@@ -767,6 +841,9 @@ def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
                                               module_of)[-1:]
             for modname in source_module:
                 read += [("var", module_of[modname], "<module>", a.name) for a in stmt.names if a.name != "*"]
+                if any(a.name == "*" for a in stmt.names):  # reads every name it re-binds
+                    read += [("var", module_of[modname], "<module>", n)
+                             for n in sorted(_module_exports(sdg, module_of[modname], set()) or ())]
         for loc in read:
             if loc in constant:
                 for writer in constant.writers(loc):

@@ -318,3 +318,25 @@ def test_eval_of_a_builtins_name_is_a_plain_read():
     pdg = g.pdgs["f"]
     assert ('run = eval("exec")', "data:any") not in depends(pdg, "return a")
     assert ("other = eval(code)", "data:any") in depends(pdg, "return a")
+
+
+def test_writes_through_an_objects_dict_and_import_calls_are_modelled():
+    """Whoosh's ``Token.__init__`` does ``self.__dict__.update(kwargs)`` and its columns
+    ``__import__(module)``: the first writes "some field" of self (plain field reads depend on it), the
+    second only imports; neither may touch *anything* (which made every caller of them depend on all
+    that came before). Reading ``obj.__dict__`` otherwise still reads every field."""
+    g = graphs("""
+        def f(self, kwargs, module):
+            self.__dict__.update(kwargs)
+            self.__dict__["extra"] = 1
+            lib = __import__(module)
+            size = self.size
+            state = self.__dict__
+            return size
+    """)
+    assert [(n.line, n.what) for n in g.unsupported] == [(7, "__dict__")]
+    pdg = g.pdgs["f"]
+    assert ("self.__dict__.update(kwargs)", "data:.*") in depends(pdg, "size = self.size")
+    assert ("self.__dict__['extra'] = 1", "data:.*") in depends(pdg, "size = self.size")
+    assert not [d for d in depends(pdg, "return size") if d[1] == "data:any"]
+    assert ("lib = __import__(module)", "data:any") not in depends(pdg, "state = self.__dict__")

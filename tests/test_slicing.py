@@ -330,3 +330,53 @@ def test_every_counter_of_a_pypi_package_is_faithful_or_marked_unsliceable(tmp_p
             assert row.status == "unsliceable" and row.reason, row
     faithful = sum(r.status == "sliceable" for r in rows)
     assert faithful >= 0.95 * len(counters), [(r.feature, r.reason) for r in rows if r.status != "sliceable"][:20]
+
+
+def test_a_star_import_writes_only_the_names_its_module_exports(tmp_path):
+    """``from pkg.core import *`` in pkg/__init__.py binds core's ``__all__`` (or public names), so it
+    is a writer of those import-time constants only: a field nobody in the program writes
+    (``args.seed``, set by argparse) must not depend on it, which made every Whoosh slice keep every
+    package ``__init__`` and, through it, the whole index."""
+    root = write_program(tmp_path / "star", {
+        "pkg/__init__.py": "from pkg.core import *\nfrom pkg.more import *\n",
+        "pkg/core.py": '''
+            __all__ = ["scale"]
+            FACTOR = 3
+
+
+            def scale(n):
+                return n * FACTOR
+        ''',
+        "pkg/more.py": "LIMIT = 9\n_hidden = 1\n",
+        "main.py": '''
+            import argparse
+
+            from pkg import LIMIT, scale
+
+
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--seed", type=int, default=1)
+                args = parser.parse_args()
+                total = 0
+                for i in range(scale(args.seed) + LIMIT):
+                    total += i
+                return total
+
+
+            main()
+        '''})
+    session = SliceSession(root, "main.py")
+    constants = session.sdg.constant_defs
+    star_core = ("v", ("pkg/__init__.py", "<module>"))
+    writers = {loc: {w[:2] for w in constants.writers(loc)} for loc in
+               [("attr", "seed"), ("var", "pkg/__init__.py", "<module>", "scale"),
+                ("var", "pkg/__init__.py", "<module>", "LIMIT"), ("var", "pkg/__init__.py", "<module>", "FACTOR"),
+                ("var", "pkg/__init__.py", "<module>", "_hidden")]}
+    assert star_core not in writers[("attr", "seed")]
+    assert star_core in writers[("var", "pkg/__init__.py", "<module>", "scale")]
+    assert star_core in writers[("var", "pkg/__init__.py", "<module>", "LIMIT")]
+    assert star_core not in writers[("var", "pkg/__init__.py", "<module>", "FACTOR")]  # not in core's __all__
+    assert star_core not in writers[("var", "pkg/__init__.py", "<module>", "_hidden")]
+    rows = check_fidelity(session, root, [["--seed", "2"], ["--seed", "5"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
