@@ -190,6 +190,7 @@ def _resolve_calls(sdg: SDG) -> None:
         if site.kind in ("call", "decorator", "property-get", "property-set", "property-del"):
             sites[site.file].append(site)
     module_of = {f.modname: f.path for f in sdg.program.files}
+    startup = _startup_modules(sdg, module_of)
     for key, proc in sdg.procs.items():
         file = key[0]
         own = [s for s in sites[file] if _inside(proc, s.line, s.col)]
@@ -229,12 +230,43 @@ def _resolve_calls(sdg: SDG) -> None:
                                               f"class {child.node.name}", "class-body"))
             if vertex.kind == "stmt" and isinstance(vertex.node, (ast.Import, ast.ImportFrom)):
                 for modname in _imported_modules(proc.source, vertex.node, module_of):
+                    if proc.unit.kind not in ("module", "class") and modname in startup:
+                        continue  # already imported when any function runs: this import does not run its body
                     records.append(CallRecord(key, vertex.id, len(records), [(module_of[modname], "<module>")],
                                               f"import {modname}", "import"))
             proc.calls.extend(records)
             for record in records:
                 for callee in record.callees:
                     sdg.calls_to[callee].append(record)
+
+
+def _startup_modules(sdg: SDG, module_of: dict[str, str]) -> set[str]:
+    """Program modules imported before any function of the program runs: the entry module and,
+    transitively, what module bodies import unconditionally (top-level ``import`` statements, also in a
+    top-level ``try``). A module body runs once, at its first import, so an import of one of these
+    inside a function never runs it: slicing must not ascend from its body to such import sites (in
+    Whoosh, ``from whoosh.writing import SegmentWriter`` inside ``FileIndex.writer`` made every
+    import-time statement of writing.py depend on the code that opens a writer)."""
+    entry = sdg.callgraph.entry
+    if entry is None or entry not in module_of:
+        return set()
+    found: set[str] = set()
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        source = sdg.program.by_module.get(name)
+        if source is None:
+            continue
+        statements = []
+        for stmt in source.tree.body:
+            statements += [stmt, *(stmt.body if isinstance(stmt, (ast.Try, ast.TryStar)) else [])]
+        for stmt in statements:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                todo += [m for m in _imported_modules(source, stmt, module_of) if m not in found]
+    return found
 
 
 def _by_name(sdg: SDG, site) -> list[ProcKey]:

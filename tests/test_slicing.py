@@ -380,3 +380,43 @@ def test_a_star_import_writes_only_the_names_its_module_exports(tmp_path):
     assert star_core not in writers[("var", "pkg/__init__.py", "<module>", "_hidden")]
     rows = check_fidelity(session, root, [["--seed", "2"], ["--seed", "5"]], ["main.py:main:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_function_level_import_of_a_loaded_module_does_not_run_its_body(tmp_path):
+    """``lib`` is imported by the entry at startup, so ``from lib import SIZE`` inside ``heavy`` never runs
+    lib's body: a slice needing lib's import-time ``SIZE`` must not ascend to that site (and from there
+    keep ``heavy``'s work, as Whoosh's ``FileIndex.writer`` import once kept its whole indexing)."""
+    root = write_program(tmp_path / "imports", {
+        "lib.py": "SIZE = len('abcd') * 2\n",
+        "work.py": '''
+            def heavy(n):
+                s = 0
+                for i in range(n * 1000):
+                    s += i
+                if s > 0:
+                    from lib import SIZE
+                    return SIZE
+                return 0
+        ''',
+        "main.py": '''
+            import sys
+
+            import lib
+            import work
+
+
+            def main(n):
+                total = work.heavy(n)
+                count = 0
+                for i in range(lib.SIZE):
+                    count += 1
+                print(total, count)
+
+
+            main(int(sys.argv[1]))
+        '''})
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:loop:1")
+    assert kept_lines(result, "work.py") == set(), result.kept
+    rows = check_fidelity(session, root, [["3"], ["5"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
