@@ -190,7 +190,7 @@ def _resolve_calls(sdg: SDG) -> None:
         if site.kind in ("call", "decorator", "property-get", "property-set", "property-del"):
             sites[site.file].append(site)
     module_of = {f.modname: f.path for f in sdg.program.files}
-    startup = _startup_modules(sdg, module_of)
+    startup, maybe_startup = _startup_modules(sdg, module_of)
     for key, proc in sdg.procs.items():
         file = key[0]
         own = [s for s in sites[file] if _inside(proc, s.line, s.col)]
@@ -230,8 +230,9 @@ def _resolve_calls(sdg: SDG) -> None:
                                               f"class {child.node.name}", "class-body"))
             if vertex.kind == "stmt" and isinstance(vertex.node, (ast.Import, ast.ImportFrom)):
                 for modname in _imported_modules(proc.source, vertex.node, module_of):
-                    if proc.unit.kind not in ("module", "class") and modname in startup:
-                        continue  # already imported when any function runs: this import does not run its body
+                    at_startup = proc.unit.kind in ("module", "class") and proc.source.modname in maybe_startup
+                    if modname in startup and not at_startup:
+                        continue  # already imported when this import runs: it does not run the body again
                     records.append(CallRecord(key, vertex.id, len(records), [(module_of[modname], "<module>")],
                                               f"import {modname}", "import"))
             proc.calls.extend(records)
@@ -240,16 +241,25 @@ def _resolve_calls(sdg: SDG) -> None:
                     sdg.calls_to[callee].append(record)
 
 
-def _startup_modules(sdg: SDG, module_of: dict[str, str]) -> set[str]:
-    """Program modules imported before any function of the program runs: the entry module and,
-    transitively, what module bodies import unconditionally (top-level ``import`` statements, also in a
-    top-level ``try``). A module body runs once, at its first import, so an import of one of these
-    inside a function never runs it: slicing must not ascend from its body to such import sites (in
-    Whoosh, ``from whoosh.writing import SegmentWriter`` inside ``FileIndex.writer`` made every
-    import-time statement of writing.py depend on the code that opens a writer)."""
+def _startup_modules(sdg: SDG, module_of: dict[str, str]) -> tuple[set[str], set[str]]:
+    """(surely, maybe): the program modules imported before any function of the program runs — the
+    entry module and, transitively, what module bodies import unconditionally (top-level ``import``
+    statements, also in a top-level ``try``) — and those whose bodies may run then (any import in a
+    module or class body, conditional ones too).
+
+    A module body runs once, at its first import. An import of a surely-loaded module that runs later
+    (inside a function, or in the body of a module only functions import) does not run its body, so
+    slicing must not ascend from that body to such import sites: in Whoosh, every import-time statement
+    of fields.py climbed through ``from whoosh.fields import ...`` in writing.py, imported by
+    ``FileIndex.writer``, into the loop that opens the index writers."""
     entry = sdg.callgraph.entry
     if entry is None or entry not in module_of:
-        return set()
+        return set(), set(module_of)
+    surely = _import_closure(sdg, entry, module_of, conditional=False)
+    return surely, _import_closure(sdg, entry, module_of, conditional=True)
+
+
+def _import_closure(sdg: SDG, entry: str, module_of: dict[str, str], conditional: bool) -> set[str]:
     found: set[str] = set()
     todo = [entry]
     while todo:
@@ -260,12 +270,26 @@ def _startup_modules(sdg: SDG, module_of: dict[str, str]) -> set[str]:
         source = sdg.program.by_module.get(name)
         if source is None:
             continue
+        for stmt in _import_time_imports(source.tree, conditional):
+            todo += [m for m in _imported_modules(source, stmt, module_of) if m not in found]
+    return found
+
+
+def _import_time_imports(tree: ast.Module, conditional: bool) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements a module body runs: top-level ones (and those of a top-level ``try``), or with
+    ``conditional`` every one outside function bodies."""
+    if not conditional:
         statements = []
-        for stmt in source.tree.body:
+        for stmt in tree.body:
             statements += [stmt, *(stmt.body if isinstance(stmt, (ast.Try, ast.TryStar)) else [])]
-        for stmt in statements:
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                todo += [m for m in _imported_modules(source, stmt, module_of) if m not in found]
+        return [s for s in statements if isinstance(s, (ast.Import, ast.ImportFrom))]
+    found, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
     return found
 
 

@@ -396,8 +396,12 @@ def test_a_function_level_import_of_a_loaded_module_does_not_run_its_body(tmp_pa
                 if s > 0:
                     from lib import SIZE
                     return SIZE
+                if s < 0:
+                    import lazy  # the import in its body does not run lib's body either
+                    return lazy.VALUE
                 return 0
         ''',
+        "lazy.py": "from lib import SIZE as BASE\nVALUE = BASE + 1\n",
         "main.py": '''
             import sys
 
