@@ -47,7 +47,22 @@ ANY: Location = ("any",)
 RET: Location = ("ret",)  # the value a unit hands back to its caller (return, yield, lambda body, element)
 UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "__import__"}
 ATTR_ANY: tuple = ("attr", "*")
+ATTR_PREFIX = "attr-prefix"  # (ATTR_PREFIX, "parse_"): some field named "parse_..." (getattr dispatch)
 DICT_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+def _constant_prefix(node: ast.AST) -> str | None:
+    """The constant start of a computed string: ``"parse_" + name``, ``f"parse_{name}"``."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left = node.left
+        if isinstance(left, ast.Constant) and isinstance(left.value, str):
+            return left.value
+        return _constant_prefix(left)
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            return first.value
+    return None
 
 
 def _names_a_builtin(call: ast.Call, name: str | None) -> bool:
@@ -330,6 +345,10 @@ class _Collector(ast.NodeVisitor):
             return
         if name == "__import__":
             return  # imports a module and returns it: module bodies only write import-time globals
+        if name == "getattr" and len(node.args) >= 2:
+            prefix = _constant_prefix(node.args[1])
+            if prefix:  # getattr(self, "parse_" + name): reads some field whose name starts so
+                self.access.uses.add((ATTR_PREFIX, prefix))
         if name in UNMODELLED_CALLS and not _names_a_builtin(node, name):
             self.access.havoc(node, f"{name}()")
             return

@@ -34,7 +34,7 @@ import networkx as nx
 
 from .callgraph import CallGraph
 from .cfg import build_cfg, collect_units, iter_units
-from .dataflow import ANY, ATTR_ANY, RET, Access, Scopes, accesses, reaching_definitions
+from .dataflow import ANY, ATTR_ANY, ATTR_PREFIX, RET, Access, Scopes, accesses, reaching_definitions
 from .ir import CFG, CodeUnit
 from .pdg import control_dependences
 from .program import Program, SourceFile
@@ -900,6 +900,8 @@ def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
                 if any(a.name == "*" for a in stmt.names):  # reads every name it re-binds
                     read += [("var", module_of[modname], "<module>", n)
                              for n in sorted(_module_exports(sdg, module_of[modname], set()) or ())]
+        for prefix in [loc[1] for loc in read if loc[0] == ATTR_PREFIX]:  # getattr(obj, "parse_" + name)
+            read += [loc for loc in constant if loc[0] == "attr" and loc[1].startswith(prefix)]
         for loc in read:
             if loc in constant:
                 for writer in constant.writers(loc):

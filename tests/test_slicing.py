@@ -424,3 +424,44 @@ def test_a_function_level_import_of_a_loaded_module_does_not_run_its_body(tmp_pa
     assert kept_lines(result, "work.py") == set(), result.kept
     rows = check_fidelity(session, root, [["3"], ["5"]], ["main.py:main:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_methods_found_by_getattr_with_a_name_prefix_are_kept(tmp_path):
+    """mistune's parsers build their dispatch tables with ``getattr(self, "parse_" + name)``: a kept
+    constructor needs every method whose name has that prefix (else AttributeError in the evaluator)."""
+    root = write_program(tmp_path / "dispatch", {
+        "main.py": '''
+            import sys
+
+
+            class Parser:
+                rules = ["word", "num"]
+
+                def __init__(self):
+                    self._methods = {name: getattr(self, "parse_" + name) for name in self.rules}
+
+                def parse_word(self, text):
+                    return text.isalpha()
+
+                def parse_num(self, text):
+                    return text.isdigit()
+
+                def run(self, items):
+                    hits = 0
+                    for item in items:
+                        for name in self.rules:
+                            if self._methods[name](item):
+                                hits += 1
+                    return hits
+
+
+            def main(argv):
+                parser = Parser()
+                return parser.run(argv)
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["a", "1", "b2"], ["xyz"]], ["main.py:Parser.run:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
