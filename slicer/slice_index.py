@@ -169,14 +169,7 @@ class SliceIndex:
         rules = []
         for key, proc in sdg.procs.items():
             cfg = proc.cfg
-            containers = []
-            for v in cfg.vertices.values():
-                if v.kind == "handler" and v.span:
-                    containers.append((v.span, [v.id]))
-                elif v.kind == "with-exit" and v.span:
-                    enters = [u.id for u in cfg.vertices.values() if u.kind == "with-enter"
-                              and any(u.node is item for item in v.node.items)]
-                    containers.append((v.span, [v.id, *enters]))
+            containers = clause_headers(cfg)
             if not containers:
                 continue
             for v in cfg.vertices.values():
@@ -288,6 +281,20 @@ class SliceIndex:
                 "calls": calls, "unresolved": unresolved,
                 "statements_total": self.statements_total,
                 "statements_kept": int(np.count_nonzero(mask & self.statement))}
+
+
+def clause_headers(cfg) -> list[tuple[tuple, list[int]]]:
+    """(span, header vertex ids) of each ``except`` clause and ``with`` statement of a procedure: a
+    kept vertex inside the span needs those headers."""
+    containers = []
+    for v in cfg.vertices.values():
+        if v.kind == "handler" and v.span:
+            containers.append((v.span, [v.id]))
+        elif v.kind == "with-exit" and v.span:
+            enters = [u.id for u in cfg.vertices.values() if u.kind == "with-enter"
+                      and any(u.node is item for item in v.node.items)]
+            containers.append((v.span, [v.id, *enters]))
+    return containers
 
 
 def _class_body_rules(sdg: SDG) -> list[tuple[Node, Node]]:

@@ -7,6 +7,8 @@ import ast
 from collections import deque
 
 from mantispy.slicer.sdg import SDG, Node
+from mantispy.slicer.slice_index import _function_facts as function_facts
+from mantispy.slicer.slice_index import clause_headers
 
 PASS1 = {"control", "data", "summary", "call", "param-in"}
 PASS2 = {"control", "data", "summary", "param-out"}
@@ -73,33 +75,12 @@ def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]:
 
 
 def _function_facts(sdg: SDG) -> list[tuple]:
-    """Per function/lambda: (entry, creator vertices, called implicitly?, its class's entry, never called
-    explicitly?, its statement vertices); computed once per SDG."""
-    cached = sdg.__dict__.get("_function_facts")
-    if cached is not None:
-        return cached
-    facts = []
-    for key, proc in sdg.procs.items():
-        if proc.unit.kind not in ("function", "lambda"):
-            continue
-        entry = sdg.entry(key)
-        creators = [pred for pred, _, d in sdg.graph.in_edges(entry, data=True) if d.get("label") == "def"]
-        name = proc.unit.qualname.rsplit(".", 1)[-1].split("@")[0]
-        implicit = name.startswith("__") and name.endswith("__") or _is_property(proc.unit.node)
-        parent = proc.unit.parent
-        class_entry = sdg.entry((key[0], parent.qualname)) if parent is not None and parent.kind == "class" else None
-        body = [sdg.vertex(key, v.id) for v in proc.cfg.statements()]
-        facts.append((entry, creators, implicit, class_entry, not sdg.calls_to.get(key), body))
-    sdg.__dict__["_function_facts"] = facts
-    return facts
-
-
-def _is_property(node: ast.AST) -> bool:
-    for decorator in getattr(node, "decorator_list", []):
-        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
-        if name in ("property", "setter", "getter", "deleter", "cached_property"):
-            return True
-    return False
+    """Per function: (entry, creators, implicit?, class entry, uncalled?, body) — facts of the program,
+    shared with the compiled slicer (what is under test is how the slices use them)."""
+    cached = sdg.__dict__.get("_reference_function_facts")
+    if cached is None:
+        cached = sdg.__dict__["_reference_function_facts"] = function_facts(sdg)
+    return cached
 
 
 def _enclosing_headers(sdg: SDG, nodes: set[Node]) -> set[Node]:
@@ -111,14 +92,7 @@ def _enclosing_headers(sdg: SDG, nodes: set[Node]) -> set[Node]:
             by_proc.setdefault(node[1], []).append(node[2])
     for key, vids in by_proc.items():
         cfg = sdg.procs[key].cfg
-        containers = []
-        for v in cfg.vertices.values():
-            if v.kind == "handler" and v.span:
-                containers.append((v.span, [v.id]))
-            elif v.kind == "with-exit" and v.span:
-                enters = [u.id for u in cfg.vertices.values() if u.kind == "with-enter"
-                          and any(u.node is item for item in v.node.items)]
-                containers.append((v.span, [v.id, *enters]))
+        containers = clause_headers(cfg)
         for vid in vids:
             span = cfg.vertices[vid].span
             if span is None:
