@@ -29,7 +29,7 @@ from .emit import EmitError, emit_slice
 from .program import Program
 from .sdg import build_sdg
 from .slice_result import SliceResult
-from .slicing import CriterionError, slice_feature, slice_features
+from .slicing import CriterionError, slice_features
 
 
 class EvaluatorError(Exception):
