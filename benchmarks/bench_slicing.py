@@ -74,10 +74,12 @@ def main() -> None:
                         help="features sliced per program, spread over the list (0: all); the table then "
                              "extrapolates the time for all of them")
     parser.add_argument("--note", action="append", default=[], help="a line to add under the table")
+    parser.add_argument("--render-only", action="store_true", help="re-render the stored rows only")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, root, entry, inputs in programs(Path(tmp), set(args.programs.split(","))):
+        wanted = set() if args.render_only else set(args.programs.split(","))
+        for name, root, entry, inputs in programs(Path(tmp), wanted):
             t0 = time.perf_counter()
             session = SliceSession(root, entry)
             build = time.perf_counter() - t0
@@ -125,8 +127,9 @@ def main() -> None:
         lines_out.append(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:.1f} | {r[4]} | {r[5]:.3f} | {r[6]} | {r[7]} | "
                          f"{r[8]} of {r[7]} | {r[9]} | {r[10]:.0f} | {r[11]:.0%} |")
     for r in rows:
-        for fid, reason in r[12]:
-            lines_out.append(f"- unsliceable in {r[0]}: `{fid}`: {reason}")
+        for reason, fids in _grouped_reasons(r[12]):
+            examples = ", ".join(f"`{f}`" for f in fids[:3])
+            lines_out.append(f"- unsliceable in {r[0]}: {len(fids)} × {reason} (e.g. {examples})")
     lines_out += [f"- {note}" for note in args.note]
     lines_out += ["", "Rows come from benchmarks/work/bench_slicing.json (one per program; `--programs` reruns some). "
                   "\"checked\": counter features whose evaluators were emitted and run (0 = --sample 0: all of them); "
@@ -134,6 +137,19 @@ def main() -> None:
                   "", "Slices are large (most features of these programs depend on building the whole index or",
                   "token stream); the evaluator cost loop (issue 7) is what rejects the expensive ones."]
     write_section("bench_slicing", "Slicing speed and evaluator fidelity (issue 6)", machine_fingerprint(), lines_out)
+
+
+def _grouped_reasons(failures: list) -> list[tuple[str, list[str]]]:
+    """Unsliceable features grouped by reason, inputs and values taken out, largest group first."""
+    import re
+
+    groups: dict[str, list[str]] = {}
+    for fid, reason in failures:
+        key = re.sub(r" on '.*'$", "", reason)
+        key = re.sub(r"evaluator gives \S+, the program \S+", "evaluator gives a different value", key)
+        key = re.sub(r"/tmp/\S+", "...", key)
+        groups.setdefault(key, []).append(fid)
+    return sorted(groups.items(), key=lambda item: -len(item[1]))
 
 
 ROWS = HERE / "work" / "bench_slicing.json"  # one row per program, so that programs can be run separately
