@@ -22,12 +22,14 @@ def generate(count: int = 60, seed: int = 1, out_dir: str = ".mantis/inputs/mini
     """Yield ``count`` input records; their query files land in ``out_dir`` (relative to this folder).
     ``docs``: the corpus sizes to draw from."""
     rng = random.Random(seed)
-    folder = HERE / out_dir
+    # File names carry no input parameters (a path is a value the program sees: "q0007-phrase-rare.txt"
+    # leaked the shape into a feature); the seed's own folder keeps different streams apart.
+    folder = HERE / out_dir / f"seed{seed}"
     folder.mkdir(parents=True, exist_ok=True)
     for n in range(count):
         shape = rng.choice(SHAPES)
         terms = rng.choice(("common", "rare", "any"))
-        queries = folder / f"q{n:04d}-{shape}-{terms}.txt"
+        queries = folder / f"q{n:04d}.txt"
         prefix_len = rng.choice((1, 2, 3, 4)) if shape in ("prefix", "mixed") else 0
         if not queries.exists():
             subprocess.run(
