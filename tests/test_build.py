@@ -90,7 +90,7 @@ def test_validation_reports_errors_baseline_cost_and_fidelity(built):
 
 
 def test_predict_from_python_from_threads_and_from_the_cli(built):
-    root, out, _, _, _ = built
+    root, out, record, _, _ = built
     module = load_predictor(out)
     argv = ["--size", "80", "--queries", "12", "--mode", "scan"]
     first = module.predict(argv, cwd=root / "batchjob")
@@ -112,7 +112,11 @@ def test_predict_from_python_from_threads_and_from_the_cli(built):
     assert module.predict(argv, cwd=root / "batchjob", warm=False) == first  # fresh interpreter, same answer
     module.close()
     smaller = module.predict(["--size", "20", "--queries", "12", "--mode", "scan"], cwd=root / "batchjob")
-    assert smaller["wall_s"] < first["wall_s"]
+    # A smaller job is estimated smaller by every model that uses features (on a noisy 2-core machine
+    # the 0.1-0.3 s wall time is sometimes fitted best by a constant; RSS and CPU then still scale).
+    modelled = [m for m, data in record["metrics"].items() if data["model"]["scaling"]]
+    assert modelled
+    assert all(smaller[m] < first[m] for m in modelled), (modelled, smaller, first)
     proc = subprocess.run([*CLI, "predict", str(out), "--json", "--", *argv], cwd=root / "batchjob",
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
