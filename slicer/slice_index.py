@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import ast
 from array import array
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
+from .batch_reach import WORDS, CondensedReach
 from .sdg import SDG, Node
 
 PASS1 = frozenset({"control", "data", "summary", "call", "param-in"})
@@ -96,6 +97,7 @@ class SliceIndex:
         self._components = connected_components(base, directed=True, connection="strong")[1]
         self._masks: dict[tuple[int, ...], np.ndarray] = {}
         self._facts: dict[tuple[int, ...], dict[str, Any]] = {}
+        self._condensed: CondensedReach | None = None
         if len(self.nodes) != n:
             raise AssertionError("a slicing rule names a vertex outside the SDG's procedures")
         self._describe()
@@ -141,6 +143,28 @@ class SliceIndex:
                 self._masks.pop(next(iter(self._masks)))
             self._masks[key] = mask
         return key, mask
+
+    def slices_of_many(self, criteria_sets: list[Iterable[Node]]) -> Iterator[tuple[list[int], tuple[int, ...], np.ndarray]]:
+        """The slices of many criteria sets, each distinct slice once: (positions in ``criteria_sets`` of
+        the sets with that slice, their key, the mask). Identical to :meth:`keyed_slice` set by set,
+        but computed ``64 * WORDS`` keys per sweep of the condensed graph (batch_reach.py), which is
+        what slicing every feature of a large program needs."""
+        by_key: dict[tuple[int, ...], list[int]] = {}
+        for position, criteria in enumerate(criteria_sets):
+            starts = np.unique(np.fromiter((self.ids[c] for c in criteria), dtype=np.int64))
+            by_key.setdefault(tuple(np.unique(self._components[starts]).tolist()), []).append(position)
+        if self._condensed is None:
+            base_indptr = self._indptr.astype(np.int64)
+            self._condensed = CondensedReach(base_indptr, self._indices, self._components)
+        keys = list(by_key)
+        slice_copy = self._components[self.n: 2 * self.n]
+        for first in range(0, len(keys), 64 * WORDS):
+            batch = keys[first: first + 64 * WORDS]
+            bits = self._condensed.reach(batch, WORDS)
+            for j, key in enumerate(batch):
+                mask = CondensedReach.column(bits, j)[slice_copy]
+                mask.flags.writeable = False
+                yield by_key[key], key, mask
 
     def top_level_vertices(self, file: str, spans: Iterable[tuple]) -> set[Node]:
         """The vertices of ``file``'s module body that lie within any of ``spans`` (ast-style, byte
@@ -215,6 +239,33 @@ class SliceIndex:
                                    [(c, self.ids[sdg.entry(c)]) for c in call.callees]))
         self.statements_total = sum(len(p.cfg.statements()) for p in sdg.procs.values())
         self.unresolved = self._unresolved_sites()
+        self._prepare_facts()
+
+    def _prepare_facts(self) -> None:
+        """Arrays that let :meth:`facts` select a slice's spans, units and calls without a Python loop
+        over the whole program: spans and units in report order, call sites with their callees flat."""
+        def in_order(items: list[tuple]) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+            order = np.array(sorted(range(len(items)), key=items.__getitem__), dtype=np.int64)
+            files = sorted({file for file, _ in items})
+            file_of = np.array([files.index(items[i][0]) for i in order] if files else [], dtype=np.int64)
+            values = np.empty(len(items), dtype=object)
+            values[:] = [items[i][1] for i in order]
+            return order, values, files, np.searchsorted(file_of, np.arange(len(files) + 1))
+
+        self._span_order, self._span_values, self._span_files, self._span_bounds = in_order(self.spans)
+        self._unit_order, self._unit_values, self._unit_files, self._unit_bounds = in_order(self.units)
+        self._unresolved_span = np.array([sid for _, sids in self.unresolved for sid in sids.tolist()], dtype=np.int64)
+        self._unresolved_owner = np.array([i for i, (_, sids) in enumerate(self.unresolved) for _ in range(len(sids))],
+                                          dtype=np.int64)
+        self._call_vertex = np.array([c[0] for c in self.calls], dtype=np.int64)
+        self._callee_entry = np.array([e for c in self.calls for _, e in c[3]], dtype=np.int64)
+        self._callee_call = np.array([i for i, c in enumerate(self.calls) for _ in c[3]], dtype=np.int64)
+        self._callee_count = np.bincount(self._callee_call, minlength=len(self.calls))
+        self._call_static = []
+        for _, call, site, callees in self.calls:
+            names = [f"{f}:{q}" for f, q in call.callees]
+            every = ("it runs code the criterion depends on: " + ", ".join(f"{f}:{q}" for (f, q), _ in callees))
+            self._call_static.append((site, names, every, call.implicit, call.resolved, callees))
 
     def _unresolved_sites(self) -> list[tuple[str, np.ndarray]]:
         """(site, ids of the spans containing it) for each unresolved call site no observation resolved:
@@ -249,38 +300,43 @@ class SliceIndex:
                     self._facts.pop(next(iter(self._facts)))
                 found = self._facts[key] = self.facts(mask)
             return found
-        kept_sids = np.unique(self.span_id[mask])
-        kept_sids = kept_sids[kept_sids >= 0]
-        kept: dict[str, set] = {}
-        for sid in kept_sids:
-            file, span = self.spans[sid]
-            kept.setdefault(file, set()).add(span)
-        keep_units: dict[str, set] = {}
-        for uid in np.unique(self.unit_id[mask]):
-            if uid >= 0:
-                file, qualname = self.units[uid]
-                keep_units.setdefault(file, set()).add(qualname)
+        span_ids = self.span_id[mask]
+        is_kept = np.zeros(len(self.spans) + 1, dtype=bool)  # the extra last entry takes span id -1
+        is_kept[span_ids] = True
+        is_kept[-1] = False
+        unit_ids = self.unit_id[mask]
+        unit_kept = np.zeros(len(self.units) + 1, dtype=bool)
+        unit_kept[unit_ids] = True
+        kept = _grouped(is_kept[self._span_order], self._span_values, self._span_files, self._span_bounds, tuple)
+        keep_units = _grouped(unit_kept[self._unit_order], self._unit_values, self._unit_files, self._unit_bounds, list)
+        reached_count = np.bincount(self._callee_call, weights=mask[self._callee_entry], minlength=len(self.calls))
         calls = []
-        for vertex, call, site, callees in self.calls:
-            if not mask[vertex]:
-                continue
-            reached = [c for c, entry in callees if mask[entry]]
-            calls.append({
-                "site": site,
-                "callees": [f"{f}:{q}" for f, q in call.callees],
-                "why": ("it runs code the criterion depends on: " + ", ".join(f"{f}:{q}" for f, q in reached))
-                if reached else "its result or effects reach the criterion (through summary edges)",
-                "implicit": call.implicit,
-                "resolved": call.resolved,  # "static", "name-fallback" or "observed" (hybrid slicing)
-            })
-        is_kept = np.zeros(len(self.spans) + 1, dtype=bool)
-        is_kept[kept_sids] = True
-        unresolved = [site for site, sids in self.unresolved if is_kept[sids].any()]
-        return {"kept": {f: tuple(sorted(spans)) for f, spans in sorted(kept.items())},  # spans: tuples
-                "keep_units": {f: sorted(units) for f, units in sorted(keep_units.items())},
+        for i in np.flatnonzero(mask[self._call_vertex]).tolist():
+            site, names, every, implicit, resolved, callees = self._call_static[i]
+            reached = reached_count[i]
+            if reached == self._callee_count[i] and reached:
+                why = every
+            elif reached:
+                why = "it runs code the criterion depends on: " + ", ".join(
+                    f"{f}:{q}" for (f, q), entry in callees if mask[entry])
+            else:
+                why = "its result or effects reach the criterion (through summary edges)"
+            calls.append({"site": site, "callees": list(names), "why": why, "implicit": implicit,
+                          "resolved": resolved})  # resolved: "static", "name-fallback" or "observed"
+        hit = np.unique(self._unresolved_owner[is_kept[self._unresolved_span]]).tolist()
+        unresolved = [self.unresolved[i][0] for i in hit]
+        return {"kept": kept, "keep_units": keep_units,  # spans: tuples
                 "calls": calls, "unresolved": unresolved,
                 "statements_total": self.statements_total,
                 "statements_kept": int(np.count_nonzero(mask & self.statement))}
+
+
+def _grouped(selected: np.ndarray, values: np.ndarray, files: list[str], bounds: np.ndarray, kind) -> dict[str, Any]:
+    """{file: kind(its selected values)} from values sorted by (file, value), files in order."""
+    chosen = np.flatnonzero(selected)
+    cuts = np.searchsorted(chosen, bounds).tolist()
+    picked = values[chosen].tolist()
+    return {file: kind(picked[cuts[f]: cuts[f + 1]]) for f, file in enumerate(files) if cuts[f] < cuts[f + 1]}
 
 
 def clause_headers(cfg) -> list[tuple[tuple, list[int]]]:

@@ -23,7 +23,7 @@ reads (``global`` edges, context-free: they run at import) are expanded by both 
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from . import slice_index
 from .dataflow import RET, reaching_definitions  # noqa: F401 - reaching_definitions re-exported for tests
@@ -55,41 +55,117 @@ def criterion_nodes(sdg: SDG, feature: dict[str, Any]) -> set[Node]:
     """SDG vertices standing for a manifest feature (see the module docstring)."""
     file, kind, detail = feature["file"], feature["kind"], feature["detail"]
     line, col = feature["span"][0], feature["span"][1]
-    procs = [p for key, p in sdg.procs.items() if key[0] == file]
-    if not procs:
+    index = _CriterionIndex.of(sdg)
+    facts = index.file(file)
+    if facts is None:
         raise CriterionError(f"{file}: not a file of the analysed program")
-    lines = procs[0].source.source.encode("utf-8").splitlines()
+    lines = facts.lines
 
     def at(node: ast.AST) -> bool:
         return getattr(node, "lineno", None) == line and _char_col(lines, line, node.col_offset) == col
 
-    def vertices(predicate) -> set[Node]:
-        return {sdg.vertex(p.key, v.id) for p in procs for v in p.cfg.vertices.values() if v.node is not None and predicate(v)}
-
     found: set[Node] = set()
     if kind == "loop":
         if detail in ("for", "async for"):
-            found = vertices(lambda v: v.kind == "for-next" and _parent_loop_at(p_tree(sdg, file), v.node, at))
+            targets = {id(n.target) for n in facts.at_line((ast.For, ast.AsyncFor), line) if at(n)}
+            found = facts.vertices("for-next", lambda v: id(v.node) in targets)
         elif detail == "while":
-            found = vertices(lambda v: v.kind == "test" and _is_loop_test(p_tree(sdg, file), v.node, ast.While, at))
+            tests = {id(n.test) for n in facts.at_line((ast.While,), line) if at(n)}
+            found = facts.vertices("test", lambda v: id(v.node) in tests)
         else:  # a comprehension's for clause: its target comes right after "for" (or "async for")
-            found = vertices(lambda v: v.kind == "for-next" and _clause_target(lines, line, col, v.node))
+            found = facts.vertices("for-next", lambda v: _clause_target(lines, line, col, v.node))
     elif kind == "branch":
-        found = _branch_criterion(sdg, procs, file, feature, lines, at, vertices)
+        found = _branch_criterion(sdg, facts, feature, at)
     elif kind == "call":
         key = (file, feature["qualname"])
         if key in sdg.procs:
             found = {sdg.entry(key)}
         else:
-            found = {sdg.entry(p.key) for p in procs if p.unit.kind in ("function", "lambda") and at(p.unit.node)}
+            found = {sdg.entry(p.key) for p in facts.procs if p.unit.kind in ("function", "lambda") and at(p.unit.node)}
     elif kind == "exception":
-        found = vertices(lambda v: v.kind == "handler" and at(v.node))
+        found = facts.vertices("handler", lambda v: at(v.node))
     elif kind == "value":
-        found = _value_criterion(sdg, feature)
+        found = index.value_writers(feature)
         found |= _returned_values(sdg, found)
     if not found:
         raise CriterionError(f"{feature['id']}: no program statement found for it at {file}:{line}")
     return found
+
+
+class _FileFacts:
+    """One file of the program, indexed for finding criteria: its procedures, source lines, ast nodes by
+    type and first line, and CFG vertices (those with an ast node) by kind."""
+
+    def __init__(self, sdg: SDG, procs: list) -> None:
+        self.sdg = sdg
+        self.procs = procs
+        self.lines = procs[0].source.source.encode("utf-8").splitlines()
+        self.tree = procs[0].source.tree
+        self.nodes: dict[type, list[ast.AST]] = {}
+        for node in ast.walk(self.tree):
+            self.nodes.setdefault(type(node), []).append(node)
+        self.by_kind: dict[str | None, list[tuple[Any, Any]]] = {}
+        for p in procs:
+            for v in p.cfg.vertices.values():
+                if v.node is not None:
+                    self.by_kind.setdefault(v.kind, []).append((p, v))
+                    self.by_kind.setdefault(None, []).append((p, v))
+
+    def of_type(self, types: tuple[type, ...]) -> list[ast.AST]:
+        """The file's ast nodes of these types."""
+        return [n for t in types for n in self.nodes.get(t, ())]
+
+    def at_line(self, types: tuple[type, ...], line: int) -> list[ast.AST]:
+        """The file's ast nodes of these types that start on ``line``."""
+        return [n for n in self.of_type(types) if n.lineno == line]
+
+    def vertices(self, kind: str | None, predicate) -> set[Node]:
+        """The SDG vertices of the file's CFG vertices of ``kind`` (None: any) for which ``predicate`` holds."""
+        return {self.sdg.vertex(p.key, v.id) for p, v in self.by_kind.get(kind, ()) if predicate(v)}
+
+
+class _CriterionIndex:
+    """Per-file facts and variable writers of an SDG, built once (on first use) for all its features."""
+
+    def __init__(self, sdg: SDG) -> None:
+        self.sdg = sdg
+        by_file: dict[str, list] = {}
+        for key, proc in sdg.procs.items():
+            by_file.setdefault(key[0], []).append(proc)
+        self._procs = by_file
+        self._files: dict[str, _FileFacts] = {}
+        self._writers: dict[tuple, list[Node]] | None = None
+
+    @classmethod
+    def of(cls, sdg: SDG) -> _CriterionIndex:
+        """The index of ``sdg``, kept on it."""
+        index = sdg.__dict__.get("_criterion_index")
+        if index is None:
+            index = sdg.__dict__["_criterion_index"] = cls(sdg)
+        return index
+
+    def file(self, file: str) -> _FileFacts | None:
+        """The facts of one file, or None if it is not a file of the program."""
+        found = self._files.get(file)
+        if found is None and file in self._procs:
+            found = self._files[file] = _FileFacts(self.sdg, self._procs[file])
+        return found
+
+    def value_writers(self, feature: dict) -> set[Node]:
+        """Every vertex that writes the location of a value feature ``NAME#V``."""
+        if self._writers is None:
+            self._writers = {}
+            for key, proc in self.sdg.procs.items():
+                for vid, access in proc.access.items():
+                    for loc in access.defs:
+                        self._writers.setdefault((key[0], loc), []).append(self.sdg.vertex(key, vid))
+        base = feature.get("variable") or feature["id"].rsplit("#", 1)[0]
+        file, scope, _, name = base.split(":", 3)
+        loc = ("attr", name.rsplit(".", 1)[-1]) if "." in name else ("var", file, scope, name)
+        found: set[Node] = set()
+        for proc_file in self._procs:
+            found.update(self._writers.get((proc_file, _local_form(loc, proc_file)), ()))
+        return found
 
 
 def _returned_values(sdg: SDG, nodes: set[Node]) -> set[Node]:
@@ -108,14 +184,6 @@ def _returned_values(sdg: SDG, nodes: set[Node]) -> set[Node]:
 def p_tree(sdg: SDG, file: str) -> ast.Module:
     """The ast of a file of the program."""
     return next(p.source.tree for k, p in sdg.procs.items() if k[0] == file)
-
-
-def _parent_loop_at(tree: ast.Module, target: ast.AST, at) -> bool:
-    return any(isinstance(n, (ast.For, ast.AsyncFor)) and n.target is target and at(n) for n in ast.walk(tree))
-
-
-def _is_loop_test(tree: ast.Module, test: ast.AST, loop_type, at) -> bool:
-    return any(isinstance(n, loop_type) and n.test is test and at(n) for n in ast.walk(tree))
 
 
 def _clause_target(lines: list[bytes], line: int, col: int, target: ast.AST) -> bool:
@@ -138,35 +206,35 @@ def _clause_target(lines: list[bytes], line: int, col: int, target: ast.AST) -> 
     return target.lineno == line and _char_col(lines, line, target.col_offset) == offset
 
 
-def _branch_criterion(sdg, procs, file, feature, lines, at, vertices) -> set[Node]:
+def _branch_criterion(sdg: SDG, facts: _FileFacts, feature: dict, at) -> set[Node]:
     detail, line = feature["detail"], feature["span"][0]
-    tree = p_tree(sdg, file)
     if detail in ("if", "elif", "implicit-else"):
-        ifs = [n for n in ast.walk(tree) if isinstance(n, ast.If) and at(n)]
-        return vertices(lambda v: v.kind == "test" and any(v.node is n.test for n in ifs))
+        tests = {id(n.test) for n in facts.at_line((ast.If,), line) if at(n)}
+        return facts.vertices("test", lambda v: id(v.node) in tests)
     if detail in ("ifexp-true", "ifexp-false"):
-        exps = [n for n in ast.walk(tree) if isinstance(n, ast.IfExp) and at(n)]
-        return vertices(lambda v: v.span is not None and any(_within(v.span, n) for n in exps)) and {
-            max((n for n in vertices(lambda v: v.span is not None and any(_within(v.span, e) for e in exps))),
-                key=lambda node: _span_start(sdg, node))}
+        exps = [n for n in facts.at_line((ast.IfExp,), line) if at(n)]
+        holding = facts.vertices(None, lambda v: v.span is not None and any(_within(v.span, n) for n in exps))
+        return holding and {max(holding, key=lambda node: _span_start(sdg, node))}
     if detail == "case":
-        return vertices(lambda v: v.kind == "case" and _case_at(lines, feature, v.node))
+        return facts.vertices("case", lambda v: _case_at(facts.lines, feature, v.node))
     if detail == "else":
-        ifs = [n for n in ast.walk(tree) if isinstance(n, ast.If) and n.orelse and not _is_elif(n)
-               and n.body[-1].end_lineno <= line <= n.orelse[0].lineno]
-        return vertices(lambda v: v.kind == "test" and any(v.node is n.test for n in ifs))
+        tests = {id(n.test) for n in facts.of_type((ast.If,)) if n.orelse and not _is_elif(n)
+                 and n.body[-1].end_lineno <= line <= n.orelse[0].lineno}
+        return facts.vertices("test", lambda v: id(v.node) in tests)
     if detail == "loop-else":
-        loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor, ast.While)) and n.orelse
+        loops = [n for n in facts.of_type((ast.For, ast.AsyncFor, ast.While)) if n.orelse
                  and n.body[-1].end_lineno <= line <= n.orelse[0].lineno]
-        heads = vertices(lambda v: any((v.kind == "for-next" and v.node is getattr(n, "target", None))
-                                       or (v.kind == "test" and v.node is getattr(n, "test", None)) for n in loops))
-        breaks = {b for n in loops for b in _own_breaks(n)}
-        return heads | vertices(lambda v: v.node in breaks)
+        heads = ({id(n.target) for n in loops if not isinstance(n, ast.While)},
+                 {id(n.test) for n in loops if isinstance(n, ast.While)})
+        found = facts.vertices("for-next", lambda v: id(v.node) in heads[0])
+        found |= facts.vertices("test", lambda v: id(v.node) in heads[1])
+        breaks = {id(b) for n in loops for b in _own_breaks(n)}
+        return found | facts.vertices(None, lambda v: id(v.node) in breaks)
     if detail == "try-else":
-        tries = [n for n in ast.walk(tree) if isinstance(n, (ast.Try, ast.TryStar)) and n.orelse
+        tries = [n for n in facts.of_type((ast.Try, ast.TryStar)) if n.orelse
                  and n.body[-1].end_lineno <= line <= n.orelse[0].lineno]
         inside = {id(s) for t in tries for stmt in t.body for s in ast.walk(stmt)}
-        return vertices(lambda v: id(v.node) in inside)
+        return facts.vertices(None, lambda v: id(v.node) in inside)
     return set()
 
 
@@ -202,26 +270,32 @@ def _case_at(lines: list[bytes], feature: dict, case: ast.AST) -> bool:
     return pattern.lineno == line and _char_col(lines, line, pattern.col_offset) == after
 
 
-def _value_criterion(sdg: SDG, feature: dict) -> set[Node]:
-    base = feature.get("variable") or feature["id"].rsplit("#", 1)[0]
-    file, scope, _, name = base.split(":", 3)
-    if "." in name:
-        loc = ("attr", name.rsplit(".", 1)[-1])
-    else:
-        loc = ("var", file, scope, name)
-    found = set()
-    for key, proc in sdg.procs.items():
-        local = _local_form(loc, key[0])
-        for vid, access in proc.access.items():
-            if local in access.defs:
-                found.add(sdg.vertex(key, vid))
-    return found
-
-
 # ---------------------------------------------------------------------- the slice artefact
 def slice_feature(sdg: SDG, feature: dict[str, Any], entry: str) -> dict[str, Any]:
     """The slice artefact (docs/contracts.md) of one feature: kept statement spans per file and why."""
     return slice_features(sdg, [feature], entry)
+
+
+def iter_feature_slices(sdg: SDG, features: dict[str, dict[str, Any]],
+                        on_error: Callable[[str, str], None] | None = None) -> Iterator[tuple[list[str], dict[str, Any]]]:
+    """Slice every feature of ``features`` (id -> manifest entry), each distinct slice once: yields (ids
+    of the features sharing that slice, its facts: kept spans per file, kept units, kept calls and why,
+    unresolved sites, statements kept / total). The slices are those of :func:`slice_feature`, computed
+    a thousand criteria per sweep (SliceIndex.slices_of_many) and streamed, since the facts of every
+    slice of a large program do not fit in memory together. A feature with no criterion in the
+    program goes to ``on_error(feature id, reason)``."""
+    ids, criteria = [], []
+    for fid, feature in features.items():
+        try:
+            criteria.append(criterion_nodes(sdg, feature))
+        except CriterionError as exc:
+            if on_error is not None:
+                on_error(fid, str(exc))
+            continue
+        ids.append(fid)
+    index = SliceIndex.of(sdg)
+    for positions, _, mask in index.slices_of_many(criteria):
+        yield [ids[p] for p in positions], index.facts(mask)
 
 
 def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,

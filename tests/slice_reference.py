@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from collections import deque
 
+import numpy as np
+
 from mantispy.slicer.sdg import SDG, Node
 from mantispy.slicer.slice_index import _function_facts as function_facts
 from mantispy.slicer.slice_index import clause_headers
@@ -130,3 +132,38 @@ def _reach(sdg: SDG, start: set[Node], kinds: set[str], known: set[Node] | None 
     return found
 
 
+def facts(index, mask) -> dict:
+    """The facts of a slice mask as SliceIndex.facts computed them with Python loops over the whole
+    program (before its arrays): the oracle for the vectorised version."""
+    kept_sids = np.unique(index.span_id[mask])
+    kept_sids = kept_sids[kept_sids >= 0]
+    kept: dict[str, set] = {}
+    for sid in kept_sids:
+        file, span = index.spans[sid]
+        kept.setdefault(file, set()).add(span)
+    keep_units: dict[str, set] = {}
+    for uid in np.unique(index.unit_id[mask]):
+        if uid >= 0:
+            file, qualname = index.units[uid]
+            keep_units.setdefault(file, set()).add(qualname)
+    calls = []
+    for vertex, call, site, callees in index.calls:
+        if not mask[vertex]:
+            continue
+        reached = [c for c, entry in callees if mask[entry]]
+        calls.append({
+            "site": site,
+            "callees": [f"{f}:{q}" for f, q in call.callees],
+            "why": ("it runs code the criterion depends on: " + ", ".join(f"{f}:{q}" for f, q in reached))
+            if reached else "its result or effects reach the criterion (through summary edges)",
+            "implicit": call.implicit,
+            "resolved": call.resolved,  # "static", "name-fallback" or "observed" (hybrid slicing)
+        })
+    is_kept = np.zeros(len(index.spans) + 1, dtype=bool)
+    is_kept[kept_sids] = True
+    unresolved = [site for site, sids in index.unresolved if is_kept[sids].any()]
+    return {"kept": {f: tuple(sorted(spans)) for f, spans in sorted(kept.items())},  # spans: tuples
+            "keep_units": {f: sorted(units) for f, units in sorted(keep_units.items())},
+            "calls": calls, "unresolved": unresolved,
+            "statements_total": index.statements_total,
+            "statements_kept": int(np.count_nonzero(mask & index.statement))}

@@ -1,16 +1,22 @@
 """The compiled slicer (slicer/slice_index.py) against the set-based two-pass algorithm it replaced
 (tests/slice_reference.py): the same vertices for every feature of the corpus programs, and for a
-spread of a real program's features."""
+spread of a real program's features; slicing every feature at once (batch_reach.py) against one
+search per feature; the vectorised slice facts against the loops they replaced."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
+from mantispy.slicer import slice_index
+from mantispy.slicer.batch_reach import CondensedReach
 from mantispy.slicer.evaluators import SliceSession
 from mantispy.slicer.slice_index import SliceIndex
-from mantispy.slicer.slicing import CriterionError, backward_slice, criterion_nodes
+from mantispy.slicer.slicing import CriterionError, backward_slice, criterion_nodes, iter_feature_slices, slice_feature
 from tests import slice_reference
 from tests.test_slicing import SHOP, write_program
 
@@ -115,3 +121,55 @@ def test_several_criteria_are_one_search_and_the_index_is_built_once(tmp_path):
     both = index.nodes_of(index.slice(a | b))
     assert both == backward_slice(session.sdg, a) | backward_slice(session.sdg, b)
     assert both != backward_slice(session.sdg, a)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batched_reachability_is_a_search_per_start_set(seed):
+    """Random graphs with cycles; more start sets than one word holds, some with several vertices."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    src = rng.integers(0, n, 700)  # mostly forward edges (a deep DAG), and a few back edges (cycles)
+    dst = np.minimum(src + rng.integers(1, 12, 700), n - 1)
+    back = rng.integers(0, n, 25)
+    src, dst = np.r_[src, back], np.r_[dst, np.maximum(back - rng.integers(1, 6, 25), 0)]
+    graph = csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+    graph.sum_duplicates()
+    labels = connected_components(graph, directed=True, connection="strong")[1]
+    assert labels.max() + 1 < n  # the graph has cycles to condense
+    condensed = CondensedReach(graph.indptr, graph.indices, labels)
+    starts = [rng.choice(n, size=rng.integers(1, 4), replace=False) for _ in range(150)]
+    bits = condensed.reach([np.unique(labels[s]) for s in starts], words=3)
+    for j, s in enumerate(starts):
+        expected = np.zeros(n, dtype=bool)
+        for vertex in s:
+            expected[breadth_first_order(graph, int(vertex), directed=True, return_predecessors=False)] = True
+        assert np.array_equal(CondensedReach.column(bits, j)[labels], expected), j
+
+
+def test_every_feature_sliced_at_once_matches_one_slice_per_feature(monkeypatch):
+    """Several sweeps (one word per sweep here), and the vectorised facts equal the reference loops."""
+    monkeypatch.setattr(slice_index, "WORDS", 1)
+    session = SliceSession(EXAMPLES / "minisearch", "search.py")
+    index = SliceIndex.of(session.sdg)
+    seen: list[str] = []
+    distinct = 0
+    for fids, facts in iter_feature_slices(session.sdg, session.features):
+        distinct += 1
+        for fid in fids[:2]:
+            alone = slice_feature(session.sdg, session.features[fid], "search.py")
+            assert alone["kept"] == {f: list(spans) for f, spans in facts["kept"].items()}, fid
+            assert alone["calls"] == facts["calls"], fid
+            assert alone["statements_kept"] == facts["statements_kept"]
+        _, mask = index.keyed_slice(criterion_nodes(session.sdg, session.features[fids[0]]))
+        assert facts == slice_reference.facts(index, mask)
+        seen.extend(fids)
+    assert distinct > 64 and len(seen) == len(set(seen))
+    assert set(seen) == {f for f in session.features if _has_criterion(session, f)}
+
+
+def _has_criterion(session: SliceSession, fid: str) -> bool:
+    try:
+        criterion_nodes(session.sdg, session.features[fid])
+    except CriterionError:
+        return False
+    return True
