@@ -1335,8 +1335,9 @@ Entry:    {entry}
     evaluate_all(["ARG", ...])          every feature, as {{feature id: value}}
 
 Only the statements the feature depends on run. The sliced program's stdout and stderr go to os.devnull,
-and a write guard (_mantis_guard) makes any attempt to write files, start processes or open network
-connections fail with PermissionError. Standard library only; mantispy is not imported.
+and a write guard (_mantis_guard) makes any attempt to write files (outside the evaluation's own scratch
+folder, its temporary folder, removed when it ends), start processes or open network connections fail
+with PermissionError. Standard library only; mantispy is not imported.
 """
 
 import os
@@ -1434,7 +1435,7 @@ def serve(requests=None, replies=None):
     sink = _SINK = open(os.devnull, "w")
     saved = (sys.stdout, sys.stderr)
     sys.dont_write_bytecode = True
-    _mantis_guard.install()
+    _mantis_guard.install(scratch=False)  # each forked evaluation makes its own scratch folder
     _mantis_eval.install()
     preload_error = None
     try:
@@ -1476,6 +1477,7 @@ def serve(requests=None, replies=None):
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 if request.get("cwd"):
                     os.chdir(request["cwd"])
+                _mantis_guard.fresh_scratch()
                 reply = {{"values": _evaluate_here(request.get("argv") or [], request.get("kwargs") or {{}})}}
             except BaseException as exc:
                 reply = {{"error": f"{{type(exc).__name__}}: {{exc}}"}}
@@ -1492,6 +1494,7 @@ def serve(requests=None, replies=None):
             chunks.append(chunk)
         os.close(read)
         os.waitpid(pid, 0)
+        _mantis_guard.discard_scratch(pid)
         text = b"".join(chunks).decode() or json.dumps({{"error": "the evaluation died without a reply"}}) + "\\n"
         replies.write(text if text.endswith("\\n") else text + "\\n")
         replies.flush()

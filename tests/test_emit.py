@@ -555,6 +555,102 @@ def test_guard_refuses_writes_processes_and_connections_and_uninstalls(tmp_path)
     assert readable.exists() and not (tmp_path / "w.txt").exists()
 
 
+def test_writes_inside_the_evaluations_own_scratch_folder_are_allowed_and_removed(tmp_path, monkeypatch):
+    import shutil
+    import tempfile
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "system-tmp"))
+    (tmp_path / "system-tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.chdir(outside)
+    patches = guard.install()
+    try:
+        scratch = guard.SCRATCH
+        assert scratch is not None and Path(scratch).parent == (tmp_path / "system-tmp").resolve()
+        folder = tempfile.mkdtemp(prefix="index-")  # as Whoosh's workload does
+        assert Path(folder).parent == Path(scratch)
+        with open(os.path.join(folder, "seg.dat"), "w") as fh:
+            fh.write("postings")
+        os.makedirs(os.path.join(folder, "a", "b"))
+        os.rename(os.path.join(folder, "seg.dat"), os.path.join(folder, "a", "seg.dat"))
+        with tempfile.NamedTemporaryFile("w") as handle:
+            handle.write("x")
+        shutil.rmtree(os.path.join(folder, "a"))  # fd-relative unlinks and rmdirs
+        os.symlink(str(outside), os.path.join(folder, "escape"))
+        for attempt in (lambda: open(os.path.join(folder, "escape", "x.txt"), "w"),  # a link out of it
+                        lambda: open("relative.txt", "w"),  # the working directory is outside
+                        lambda: os.rename(os.path.join(folder), str(outside / "moved")),
+                        lambda: open(os.path.join(folder, "..", "..", "outside", "y.txt"), "w")):
+            with pytest.raises(PermissionError, match="the slice tried to write"):
+                attempt()
+    finally:
+        guard.uninstall(patches)
+    assert not Path(scratch).exists() and guard.SCRATCH is None
+    assert tempfile.tempdir is None and os.environ["TMPDIR"] == str(tmp_path / "system-tmp")
+    assert list(outside.iterdir()) == [] and list((tmp_path / "system-tmp").iterdir()) == []
+
+
+SCRATCH_PROGRAM = {
+    "index.py": '''
+        import os
+        import shutil
+        import sys
+        import tempfile
+
+
+        def main(n):  # @K
+            folder = tempfile.mkdtemp()  # @K
+            for i in range(n):  # @K
+                with open(os.path.join(folder, f"doc{i}.txt"), "w") as fh:  # @K
+                    fh.write("x" * i)  # @K
+            with open(os.path.join(tempfile.gettempdir(), "fixed-name.txt"), "a") as fh:  # @K
+                fh.write("once")  # @K
+            with open(os.path.join(tempfile.gettempdir(), "fixed-name.txt")) as fh:  # @K
+                seen = fh.read()  # @K
+            sizes = 0  # @K
+            for name in sorted(os.listdir(folder)):  # @K
+                sizes += os.path.getsize(os.path.join(folder, name))  # @K
+            shutil.rmtree(folder)  # @K
+            if seen != "once":  # @K
+                for k in range(1000):  # @K
+                    pass
+            for k in range(sizes):  # @K
+                pass
+
+
+        main(int(sys.argv[1]))  # @K
+        ''',
+}
+
+
+def test_an_evaluator_that_builds_files_in_its_temporary_folder_works_cold_and_warm(tmp_path, monkeypatch):
+    """Each evaluation (also each forked one of a warm evaluator) starts with an empty scratch folder,
+    and none is left behind."""
+    from mantispy.slicer.warm_client import WarmEvaluator
+
+    root = write_tree(tmp_path / "src", SCRATCH_PROGRAM)
+    feature = find_feature(root, "index.py", "for", "for k in range(sizes)")
+    out = tmp_path / "out"
+    emit(root, out, hand_slice(root, feature, {"K"}, "index.py"))
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    proc = subprocess.run([sys.executable, str(out / "evaluate.py"), "5"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env=clean_env(TMPDIR=str(system_tmp)))
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout) == 0 + 1 + 2 + 3 + 4
+    monkeypatch.setenv("TMPDIR", str(system_tmp))  # the warm server inherits it
+    warm = WarmEvaluator(out)
+    warm.start()
+    try:
+        values = [warm.evaluate([str(n)], None, cwd=str(tmp_path), timeout=60)[0][feature] for n in (4, 4, 6)]
+    finally:
+        warm.close()
+    assert values == [6.0, 6.0, 15.0]  # a folder shared between evaluations would add 1000
+    assert list(system_tmp.iterdir()) == []
+
+
 # ====================================================================== the rewrite itself
 def slice_single(tmp_path: Path, source: str, tags: set[str], feature_detail: str, snippet: str,
                  name: str = "prog.py") -> tuple[str, Path]:
