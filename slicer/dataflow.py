@@ -24,7 +24,9 @@ Locations (what a definition writes and a use reads):
 
 Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
 unsliceable rather than trust a wrong slice): aliasing through plain assignment is not tracked
-(``ys = xs; ys.append(1)`` does not define ``xs``); ``setattr``/``getattr`` with computed names,
+(``ys = xs; ys.append(1)`` does not define ``xs``); ``getattr``/``object.__getattribute__`` with a
+computed name read the import-time fields (methods, class attributes) whose names start with the name's
+constant part (``"parse_" + kind``; any field when there is none), but not fields set at run time;
 ``globals()``/``locals()``/``vars()`` writes, ``exec``/``eval`` are not modelled; code outside the
 analysed source is assumed not to read or write attributes of the program's objects except through
 calls the call graph resolves; an unknown call may read and mutate its arguments and receiver (the
@@ -48,6 +50,7 @@ RET: Location = ("ret",)  # the value a unit hands back to its caller (return, y
 UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "__import__"}
 ATTR_ANY: tuple = ("attr", "*")
 ATTR_PREFIX = "attr-prefix"  # (ATTR_PREFIX, "parse_"): some field named "parse_..." (getattr dispatch)
+COMPUTED_GETATTR = {"getattr", "object.__getattribute__", "type.__getattribute__"}
 DICT_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 
 
@@ -326,6 +329,12 @@ class _Collector(ast.NodeVisitor):
             named = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
             self.access.define(("attr", attr.value) if named else ATTR_ANY, strong=False)
             return
+        if name in COMPUTED_GETATTR and len(node.args) >= 2:
+            attr = node.args[1]
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                # getattr(self, "parse_" + name), object.__getattribute__(self, name): some field whose
+                # name starts with the constant part of the name ("": any field)
+                self.access.uses.add((ATTR_PREFIX, _constant_prefix(attr) or ""))
         if isinstance(node.func, ast.Attribute):
             method = node.func.attr
             receiver = self.root(node.func.value)
@@ -345,10 +354,6 @@ class _Collector(ast.NodeVisitor):
             return
         if name == "__import__":
             return  # imports a module and returns it: module bodies only write import-time globals
-        if name == "getattr" and len(node.args) >= 2:
-            prefix = _constant_prefix(node.args[1])
-            if prefix:  # getattr(self, "parse_" + name): reads some field whose name starts so
-                self.access.uses.add((ATTR_PREFIX, prefix))
         if name in UNMODELLED_CALLS and not _names_a_builtin(node, name):
             self.access.havoc(node, f"{name}()")
             return
@@ -476,6 +481,11 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False) -> dict[int,
             key = _loop_key(cfg, vertex)
             access.uses.add(("state", "iter", key))
             access.define(("state", "iter", key), strong=False)
+            head = cfg.vertices.get(key)
+            if head is not None and head.kind == "for-iter" and isinstance(head.node, ast.Name):
+                # ``for pos, char in iterable`` where iterable is an iterator (enumerate, a generator):
+                # the loop's iterator *is* that object, and ``consume(iterable, n)`` in the body advances it
+                access.uses.add(scopes.resolve(unit, head.node.id))
             if unit.kind == "comprehension" and vertex.id == _first_next(cfg):
                 access.uses.add(scopes.resolve(unit, ".0"))
             collector.visit(node)

@@ -204,7 +204,7 @@ def _resolve_calls(sdg: SDG) -> None:
                     how = "static"
                     if not site.resolved:  # what inference missed may be any program code of that name
                         seen = sdg.observed.callees_for(sdg, key, site) if sdg.observed is not None else None
-                        fallback = [c for c in _by_name(sdg, site) if c not in callees]
+                        fallback = [c for c in _by_name(sdg, proc, site) if c not in callees]
                         if seen is None or set(seen) == set(fallback):
                             callees += fallback
                             how = "name-fallback"
@@ -221,6 +221,12 @@ def _resolve_calls(sdg: SDG) -> None:
                                 callees.append(wrapped)
                     if callees:
                         records.append(CallRecord(key, vertex.id, len(records), callees, site.text, resolved=how))
+                    elif site.kind == "call" and IMPORT_BY_NAME & site.callees:
+                        for modname in _modules_imported_by_name(sdg, vertex.node, site, module_of):
+                            if modname in startup:
+                                continue  # loaded at startup: importing it again does not run its body
+                            records.append(CallRecord(key, vertex.id, len(records), [(module_of[modname], "<module>")],
+                                                      f"import_module({modname!r})", "import-by-name"))
             for child in proc.unit.children:
                 if child.kind == "comprehension" and _vertex_contains(proc, vertex, child.node.lineno, child.node.col_offset):
                     records.append(CallRecord(key, vertex.id, len(records), [(file, child.qualname)],
@@ -293,18 +299,28 @@ def _import_time_imports(tree: ast.Module, conditional: bool) -> list[ast.Import
     return found
 
 
-def _by_name(sdg: SDG, site) -> list[ProcKey]:
+def _by_name(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
     """Fallback for a call site inference could not resolve (class-hierarchy analysis by name): an
     unresolved ``x.m(...)`` may call any method ``m`` of the program, ``f(...)`` any function ``f``,
-    and ``C(...)`` the ``__init__`` of any class ``C``."""
+    and ``C(...)`` the ``__init__`` of any class ``C``. A callee with no name (``table[kind](x)``,
+    ``get(kind)(x)``) may be any function whose value escapes (see :func:`_escaping_units`) and
+    accepts the call's arguments."""
     if not hasattr(sdg, "_names"):
         names: dict[str, list[ProcKey]] = defaultdict(list)
-        for key, proc in sdg.procs.items():
-            if proc.unit.kind in ("function", "class"):
-                names[proc.unit.qualname.rsplit(".", 1)[-1].split("@")[0]].append(key)
+        for key, other in sdg.procs.items():
+            if other.unit.kind in ("function", "class"):
+                names[other.unit.qualname.rsplit(".", 1)[-1].split("@")[0]].append(key)
         sdg._names = names
-    text = site.text.split("(", 1)[0].strip()
-    name = text.rsplit(".", 1)[-1]
+    call = _call_node(proc, site)
+    func = call.func if call is not None else None
+    if isinstance(func, ast.Name):
+        name = func.id
+    elif isinstance(func, ast.Attribute):
+        name = func.attr
+    elif call is not None:
+        return [key for key in _escaping_units(sdg) if _accepts(sdg.procs[key].unit.node, call, key[1])]
+    else:
+        name = site.text.split("(", 1)[0].strip().rsplit(".", 1)[-1]
     found = []
     for key in sdg._names.get(name, []):
         if sdg.procs[key].unit.kind == "class":
@@ -314,6 +330,52 @@ def _by_name(sdg: SDG, site) -> list[ProcKey]:
         else:
             found.append(key)
     return found
+
+
+def _escaping_units(sdg: SDG) -> list[ProcKey]:
+    """Functions (and classes' ``__init__``) whose values the program passes around: every lambda, and
+    each function or class whose name is read other than to call it (``register("bang", render_bang)``,
+    ``handler = self.on_text``). Function-pointer analysis by address-taken names."""
+    found = sdg.__dict__.get("_escaping_units")
+    if found is not None:
+        return found
+    taken: set[str] = set()
+    for source in sdg.program.files:
+        called = {id(n.func) for n in ast.walk(source.tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in called:
+                taken.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in called:
+                taken.add(node.attr)
+    found = []
+    for key, proc in sdg.procs.items():
+        kind = proc.unit.kind
+        name = key[1].rsplit(".", 1)[-1].split("@")[0]
+        if kind == "lambda" or (kind == "function" and name in taken):
+            found.append(key)
+        elif kind == "class" and name in taken and (key[0], f"{key[1]}.__init__") in sdg.procs:
+            found.append((key[0], f"{key[1]}.__init__"))
+    sdg.__dict__["_escaping_units"] = found
+    return found
+
+
+def _accepts(node: ast.AST, call: ast.Call, qualname: str) -> bool:
+    """Whether a function (or bound method: one parameter fewer) could accept the call's arguments."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    args = node.args
+    positional = len(args.posonlyargs) + len(args.args)
+    required = positional - len(args.defaults)
+    given = len(call.args)
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    if any(k.arg not in names for k in call.keywords) and args.kwarg is None:
+        return False
+    for bound in (0, 1):
+        total = given + bound + len(call.keywords)
+        if given + bound <= positional or args.vararg is not None:
+            if total >= required:
+                return True
+    return False
 
 
 def _decorated_targets(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
@@ -343,11 +405,13 @@ def _decorated_targets(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
 
 
 def _call_node(proc: Procedure, site) -> ast.Call | None:
-    for node in ast.walk(proc.source.tree):
-        if isinstance(node, ast.Call) and (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset) == (
-                site.line, site.col, site.end_line, site.end_col):
-            return node
-    return None
+    """The ``ast.Call`` of a call site (by its exact position), through a per-file index."""
+    index = proc.source.__dict__.get("_calls_by_position")
+    if index is None:
+        index = proc.source.__dict__["_calls_by_position"] = {
+            (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset): n for n in ast.walk(proc.source.tree)
+            if isinstance(n, ast.Call)}
+    return index.get((site.line, site.col, site.end_line, site.end_col))
 
 
 def _module_binding(sdg: SDG, file: str, name: str, modules: bool = False):
@@ -398,6 +462,34 @@ def _vertex_contains(proc: Procedure, vertex, line: int, col: int) -> bool:
             *node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
         return any(_contains((p.lineno, p.col_offset, p.end_lineno, p.end_col_offset), line, col) for p in parts)
     return vertex.span is not None and _contains(vertex.span, line, col)
+
+
+IMPORT_BY_NAME = frozenset({"importlib.import_module", "importlib._bootstrap._gcd_import"})
+
+
+def _modules_imported_by_name(sdg: SDG, statement: ast.AST, site, module_of: dict[str, str]) -> list[str]:
+    """The program modules an ``importlib.import_module(name)`` call may import: the one its constant
+    argument names, or, for a computed name, every program module whose dotted name the program spells
+    out in a string constant, alone or followed by an attribute (``"mistune.plugins.formatting.mark"``:
+    plugin tables that name ``module.function``). A module named only piecewise is not found."""
+    call = next((n for n in ast.walk(statement) if isinstance(n, ast.Call)
+                 and (n.lineno, n.col_offset) == (site.line, site.col)), None)
+    if call is None or not call.args:
+        return []
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return [first.value] if first.value in module_of else []
+    named = sdg.__dict__.get("_named_modules")
+    if named is None:
+        found: set[str] = set()
+        for source in sdg.program.files:
+            for node in ast.walk(source.tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value:
+                    for candidate in (node.value, node.value.rpartition(".")[0]):
+                        if candidate in module_of:
+                            found.add(candidate)
+        named = sdg.__dict__["_named_modules"] = sorted(found)
+    return list(named)
 
 
 def _imported_modules(source: SourceFile, node: ast.AST, module_of: dict[str, str]) -> list[str]:
@@ -654,6 +746,9 @@ def _nonlocal(loc: tuple, proc: Procedure) -> bool:
 def _propagate_effects(sdg: SDG) -> None:
     """MOD/REF through the call graph until nothing changes (callee effects that are the caller's own
     locals stop at the caller)."""
+    params = {key: {qualify(key[0], loc) for loc in proc.access[proc.cfg.entry.id].defs}
+              for key, proc in sdg.procs.items()}
+    roots: dict[tuple, set] = {}
     changed = True
     while changed:
         changed = False
@@ -663,6 +758,16 @@ def _propagate_effects(sdg: SDG) -> None:
                     other = sdg.procs[callee]
                     mod = {loc for loc in other.mod if _nonlocal(loc, proc)}
                     ref = {loc for loc in other.ref if _nonlocal(loc, proc)}
+                    if other.mutates_args:
+                        # the callee mutates what it is passed: ``self.insert_rule(self.rules, ...)``
+                        # writes the field ``rules``; passing a parameter on mutates the caller's argument
+                        found = roots.get((proc.key, call.vertex))
+                        if found is None:
+                            found = roots[(proc.key, call.vertex)] = _argument_roots(proc, call.vertex, sdg)
+                        mod |= {loc for loc in found if _nonlocal(loc, proc)}
+                        if not proc.mutates_args and found & params[proc.key]:
+                            proc.mutates_args = True
+                            changed = True
                     if not mod <= proc.mod or not ref <= proc.ref:
                         proc.mod |= mod
                         proc.ref |= ref

@@ -31,7 +31,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .batch_reach import WORDS, CondensedReach
-from .sdg import SDG, Node
+from .sdg import ARGMUT, SDG, Node
 
 PASS1 = frozenset({"control", "data", "summary", "call", "param-in"})
 PASS2 = frozenset({"control", "data", "summary", "param-out"})
@@ -376,7 +376,8 @@ def _function_facts(sdg: SDG) -> list[tuple]:
     calls them is invisible to the call graph, so their whole bodies are kept once a creator (or, for
     implicit ones, their class) is in the slice; their creators are then expanded by both passes, their
     bodies by both (never called explicitly) or by pass 2 only (they also have static call sites, which
-    matter only if the slice already holds them)."""
+    matter only if the slice already holds them). The body includes the actual-outs of its calls: a
+    body kept whole keeps what its callees write (a plugin's ``md.block.register(...)``)."""
     facts = []
     for key, proc in sdg.procs.items():
         if proc.unit.kind not in ("function", "lambda"):
@@ -388,6 +389,11 @@ def _function_facts(sdg: SDG) -> list[tuple]:
         parent = proc.unit.parent
         class_entry = sdg.entry((key[0], parent.qualname)) if parent is not None and parent.kind == "class" else None
         body = [sdg.vertex(key, v.id) for v in proc.cfg.statements()]
+        # what the body's calls write: a body kept whole has effects whoever calls it, so the callees'
+        # writes must come along (pass 2 descends into them from these actual-outs)
+        body += [node for call in proc.calls for callee in call.callees
+                 for loc in [*sdg.procs[callee].mod, *([ARGMUT] if sdg.procs[callee].mutates_args else [])]
+                 if (node := sdg.actual("aout", call, loc)) in sdg.graph]
         facts.append((entry, creators, implicit, class_entry, not sdg.calls_to.get(key), body))
     return facts
 

@@ -23,7 +23,10 @@ reads (``global`` edges, context-free: they run at import) are expanded by both 
 from __future__ import annotations
 
 import ast
+import hashlib
 from typing import Any, Callable, Iterator
+
+import numpy as np
 
 from . import slice_index
 from .dataflow import RET, reaching_definitions  # noqa: F401 - reaching_definitions re-exported for tests
@@ -279,7 +282,7 @@ def slice_feature(sdg: SDG, feature: dict[str, Any], entry: str) -> dict[str, An
 def iter_feature_slices(sdg: SDG, features: dict[str, dict[str, Any]],
                         on_error: Callable[[str, str], None] | None = None) -> Iterator[tuple[list[str], dict[str, Any]]]:
     """Slice every feature of ``features`` (id -> manifest entry), each distinct slice once: yields (ids
-    of the features sharing that slice, its facts: kept spans per file, kept units, kept calls and why,
+    of the features sharing that slice (the same kept vertices), its facts: kept spans per file, kept units, kept calls and why,
     unresolved sites, statements kept / total). The slices are those of :func:`slice_feature`, computed
     a thousand criteria per sweep (SliceIndex.slices_of_many) and streamed, since the facts of every
     slice of a large program do not fit in memory together. A feature with no criterion in the
@@ -294,8 +297,16 @@ def iter_feature_slices(sdg: SDG, features: dict[str, dict[str, Any]],
             continue
         ids.append(fid)
     index = SliceIndex.of(sdg)
+    # criteria in different components often still reach the same vertices: group by the slice itself
+    # (kept packed, an eighth of the mask) and compute each distinct slice's facts once
+    distinct: dict[bytes, tuple[list[str], np.ndarray]] = {}
     for positions, _, mask in index.slices_of_many(criteria):
-        yield [ids[p] for p in positions], index.facts(mask)
+        packed = np.packbits(mask)
+        digest = hashlib.blake2b(packed.tobytes(), digest_size=16).digest()
+        entry = distinct.setdefault(digest, ([], packed))
+        entry[0].extend(ids[p] for p in positions)
+    for fids, packed in distinct.values():
+        yield fids, index.facts(np.unpackbits(packed, count=index.n).astype(bool))
 
 
 def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
