@@ -304,7 +304,7 @@ def _by_name(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
     unresolved ``x.m(...)`` may call any method ``m`` of the program, ``f(...)`` any function ``f``,
     and ``C(...)`` the ``__init__`` of any class ``C``. A callee with no name (``table[kind](x)``,
     ``get(kind)(x)``) may be any function whose value escapes (see :func:`_escaping_units`) and
-    accepts the call's arguments."""
+    accepts the call's arguments, unless there are more than ``MAX_ESCAPING_CALLEES`` of them."""
     if not hasattr(sdg, "_names"):
         names: dict[str, list[ProcKey]] = defaultdict(list)
         for key, other in sdg.procs.items():
@@ -318,7 +318,10 @@ def _by_name(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
     elif isinstance(func, ast.Attribute):
         name = func.attr
     elif call is not None:
-        return [key for key in _escaping_units(sdg) if _accepts(sdg.procs[key].unit.node, call, key[1])]
+        found = [key for key in _escaping_units(sdg) if _accepts(sdg.procs[key].unit.node, call, key[1])]
+        # ``getattr(obj, name)(*args)`` accepts anything: a thousand callees would blow up the SDG's
+        # interfaces (Whoosh: 1,211 each at 5 sites), and such a site stays unresolved instead
+        return found if len(found) <= MAX_ESCAPING_CALLEES else []
     else:
         name = site.text.split("(", 1)[0].strip().rsplit(".", 1)[-1]
     found = []
@@ -330,6 +333,9 @@ def _by_name(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
         else:
             found.append(key)
     return found
+
+
+MAX_ESCAPING_CALLEES = 32  # an unnamed callee with more candidate functions than this stays unresolved
 
 
 def _escaping_units(sdg: SDG) -> list[ProcKey]:
@@ -746,8 +752,6 @@ def _nonlocal(loc: tuple, proc: Procedure) -> bool:
 def _propagate_effects(sdg: SDG) -> None:
     """MOD/REF through the call graph until nothing changes (callee effects that are the caller's own
     locals stop at the caller)."""
-    params = {key: {qualify(key[0], loc) for loc in proc.access[proc.cfg.entry.id].defs}
-              for key, proc in sdg.procs.items()}
     roots: dict[tuple, set] = {}
     changed = True
     while changed:
@@ -760,14 +764,13 @@ def _propagate_effects(sdg: SDG) -> None:
                     ref = {loc for loc in other.ref if _nonlocal(loc, proc)}
                     if other.mutates_args:
                         # the callee mutates what it is passed: ``self.insert_rule(self.rules, ...)``
-                        # writes the field ``rules``; passing a parameter on mutates the caller's argument
+                        # writes the field ``rules`` (fields only: a module global passed on is mutated
+                        # in place, which the caller's own weak definition at the call already says)
                         found = roots.get((proc.key, call.vertex))
                         if found is None:
-                            found = roots[(proc.key, call.vertex)] = _argument_roots(proc, call.vertex, sdg)
-                        mod |= {loc for loc in found if _nonlocal(loc, proc)}
-                        if not proc.mutates_args and found & params[proc.key]:
-                            proc.mutates_args = True
-                            changed = True
+                            found = roots[(proc.key, call.vertex)] = {
+                                loc for loc in _argument_roots(proc, call.vertex, sdg) if loc[0] == "attr"}
+                        mod |= found
                     if not mod <= proc.mod or not ref <= proc.ref:
                         proc.mod |= mod
                         proc.ref |= ref
