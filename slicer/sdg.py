@@ -118,6 +118,13 @@ class SDG:
     def formal(kind: str, proc: ProcKey, loc: tuple) -> Node:
         return (kind, proc, loc)
 
+    def cached(self, name: str, factory):
+        """A derived structure kept on this SDG (built by ``factory(self)`` on first use)."""
+        found = self.__dict__.get(name)
+        if found is None:
+            found = self.__dict__[name] = factory(self)
+        return found
+
     @staticmethod
     def actual(kind: str, call: CallRecord, loc: tuple) -> Node:
         return (kind, call.id, loc)

@@ -105,10 +105,7 @@ class SliceIndex:
     @classmethod
     def of(cls, sdg: SDG) -> SliceIndex:
         """The index of ``sdg``, built on first use and kept on it."""
-        index = sdg.__dict__.get("_slice_index")
-        if index is None:
-            index = sdg.__dict__["_slice_index"] = cls(sdg)
-        return index
+        return sdg.cached("_slice_index", cls)
 
     def _id(self, node: Node) -> int:
         found = self.ids.get(node)

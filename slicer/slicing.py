@@ -142,10 +142,7 @@ class _CriterionIndex:
     @classmethod
     def of(cls, sdg: SDG) -> _CriterionIndex:
         """The index of ``sdg``, kept on it."""
-        index = sdg.__dict__.get("_criterion_index")
-        if index is None:
-            index = sdg.__dict__["_criterion_index"] = cls(sdg)
-        return index
+        return sdg.cached("_criterion_index", cls)
 
     def file(self, file: str) -> _FileFacts | None:
         """The facts of one file, or None if it is not a file of the program."""

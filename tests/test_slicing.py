@@ -320,16 +320,23 @@ def test_every_counter_of_a_pypi_package_is_faithful_or_marked_unsliceable(tmp_p
     faithful counters guards against a slicer or emitter regression (878 of 896 with sqlparse 0.6.1)."""
     root = _sqlparse_program(tmp_path / "prog")
     session = SliceSession(root, "work.py")
+    _assert_every_counter_faithful_or_unsliceable(session, root, [["2", "1"], ["5", "2", "r"], ["4", "3"]])
+
+
+def _assert_every_counter_faithful_or_unsliceable(session: SliceSession, root: Path, inputs: list[list[str]]) -> int:
+    """Check every counter feature's evaluator on ``inputs``: faithful on all of them, or unsliceable
+    with a reason; at least 95 % faithful. Returns how many are."""
     counters = [f for f, info in session.features.items() if info["kind"] != "value"]
-    rows = check_fidelity(session, root, [["2", "1"], ["5", "2", "r"], ["4", "3"]], counters, cwd=root)
+    rows = check_fidelity(session, root, inputs, counters, cwd=root)
     assert sorted(r.feature for r in rows) == sorted(counters)
     for row in rows:
         if row.status == "sliceable":
-            assert row.agreed == row.inputs == 3, row
+            assert row.agreed == row.inputs == len(inputs), row
         else:
             assert row.status == "unsliceable" and row.reason, row
     faithful = sum(r.status == "sliceable" for r in rows)
     assert faithful >= 0.95 * len(counters), [(r.feature, r.reason) for r in rows if r.status != "sliceable"][:20]
+    return faithful
 
 
 MISTUNE_WORKLOAD = Path(__file__).resolve().parent.parent / "benchmarks" / "suite" / "mistune" / "workload.py"
@@ -394,20 +401,10 @@ def test_every_counter_of_a_second_pypi_package_is_faithful_or_marked_unsliceabl
     for name, text in MARKDOWN_DOCS.items():
         (root / name).write_text(text, encoding="utf-8")
     session = SliceSession(root, "workload.py")
-    counters = [f for f, info in session.features.items() if info["kind"] != "value"]
     inputs = [["--plugins", "footnotes,abbr,def_list,table,strikethrough", "--repeat", "2", "notes.md"],
               ["--fresh", "--plugins", "mark,insert,superscript,subscript", "--hard-wrap", "prose.md", "notes.md"],
               ["--plugins", "task_lists,url", "--renderer", "ast", "code.md"]]
-    rows = check_fidelity(session, root, inputs, counters, cwd=root)
-    assert sorted(r.feature for r in rows) == sorted(counters)
-    for row in rows:
-        if row.status == "sliceable":
-            assert row.agreed == row.inputs == 3, row
-        else:
-            assert row.status == "unsliceable" and row.reason, row
-    faithful = sum(r.status == "sliceable" for r in rows)
-    print(f"mistune: {faithful} of {len(counters)} counters faithful")
-    assert faithful >= 0.95 * len(counters), [(r.feature, r.reason) for r in rows if r.status != "sliceable"][:20]
+    print(f"mistune: {_assert_every_counter_faithful_or_unsliceable(session, root, inputs)} counters faithful")
 
 
 def test_a_star_import_writes_only_the_names_its_module_exports(tmp_path):
