@@ -229,7 +229,7 @@ def _resolve_calls(sdg: SDG) -> None:
                     if callees:
                         records.append(CallRecord(key, vertex.id, len(records), callees, site.text, resolved=how))
                     elif site.kind == "call" and IMPORT_BY_NAME & site.callees:
-                        for modname in _modules_imported_by_name(sdg, vertex.node, site, module_of):
+                        for modname in _modules_imported_by_name(sdg, proc, site, module_of):
                             if modname in startup:
                                 continue  # loaded at startup: importing it again does not run its body
                             records.append(CallRecord(key, vertex.id, len(records), [(module_of[modname], "<module>")],
@@ -325,7 +325,8 @@ def _by_name(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
     elif isinstance(func, ast.Attribute):
         name = func.attr
     elif call is not None:
-        found = [key for key in _escaping_units(sdg) if _accepts(sdg.procs[key].unit.node, call, key[1])]
+        escaping = sdg.cached("_escaping_units", _escaping_units)
+        found = [key for key in escaping if _accepts(sdg.procs[key].unit.node, call)]
         # ``getattr(obj, name)(*args)`` accepts anything: a thousand callees would blow up the SDG's
         # interfaces (Whoosh: 1,211 each at 5 sites), and such a site stays unresolved instead
         return found if len(found) <= MAX_ESCAPING_CALLEES else []
@@ -349,9 +350,6 @@ def _escaping_units(sdg: SDG) -> list[ProcKey]:
     """Functions (and classes' ``__init__``) whose values the program passes around: every lambda, and
     each function or class whose name is read other than to call it (``register("bang", render_bang)``,
     ``handler = self.on_text``). Function-pointer analysis by address-taken names."""
-    found = sdg.__dict__.get("_escaping_units")
-    if found is not None:
-        return found
     taken: set[str] = set()
     for source in sdg.program.files:
         called = {id(n.func) for n in ast.walk(source.tree) if isinstance(n, ast.Call)}
@@ -368,11 +366,10 @@ def _escaping_units(sdg: SDG) -> list[ProcKey]:
             found.append(key)
         elif kind == "class" and name in taken and (key[0], f"{key[1]}.__init__") in sdg.procs:
             found.append((key[0], f"{key[1]}.__init__"))
-    sdg.__dict__["_escaping_units"] = found
     return found
 
 
-def _accepts(node: ast.AST, call: ast.Call, qualname: str) -> bool:
+def _accepts(node: ast.AST, call: ast.Call) -> bool:
     """Whether a function (or bound method: one parameter fewer) could accept the call's arguments."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return True
@@ -480,29 +477,29 @@ def _vertex_contains(proc: Procedure, vertex, line: int, col: int) -> bool:
 IMPORT_BY_NAME = frozenset({"importlib.import_module", "importlib._bootstrap._gcd_import"})
 
 
-def _modules_imported_by_name(sdg: SDG, statement: ast.AST, site, module_of: dict[str, str]) -> list[str]:
+def _modules_imported_by_name(sdg: SDG, proc: Procedure, site, module_of: dict[str, str]) -> list[str]:
     """The program modules an ``importlib.import_module(name)`` call may import: the one its constant
     argument names, or, for a computed name, every program module whose dotted name the program spells
     out in a string constant, alone or followed by an attribute (``"mistune.plugins.formatting.mark"``:
     plugin tables that name ``module.function``). A module named only piecewise is not found."""
-    call = next((n for n in ast.walk(statement) if isinstance(n, ast.Call)
-                 and (n.lineno, n.col_offset) == (site.line, site.col)), None)
+    call = _call_node(proc, site)
     if call is None or not call.args:
         return []
     first = call.args[0]
     if isinstance(first, ast.Constant) and isinstance(first.value, str):
         return [first.value] if first.value in module_of else []
-    named = sdg.__dict__.get("_named_modules")
-    if named is None:
-        found: set[str] = set()
-        for source in sdg.program.files:
-            for node in ast.walk(source.tree):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value:
-                    for candidate in (node.value, node.value.rpartition(".")[0]):
-                        if candidate in module_of:
-                            found.add(candidate)
-        named = sdg.__dict__["_named_modules"] = sorted(found)
-    return list(named)
+    return list(sdg.cached("_named_modules", lambda sdg: _modules_named_in_constants(sdg, module_of)))
+
+
+def _modules_named_in_constants(sdg: SDG, module_of: dict[str, str]) -> list[str]:
+    """Program modules whose dotted name a string constant of the program spells out, alone or followed
+    by one attribute (``"pkg.plugins.loud.shout"``)."""
+    found: set[str] = set()
+    for source in sdg.program.files:
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value:
+                found.update(c for c in (node.value, node.value.rpartition(".")[0]) if c in module_of)
+    return sorted(found)
 
 
 def _imported_modules(source: SourceFile, node: ast.AST, module_of: dict[str, str]) -> list[str]:
