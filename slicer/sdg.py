@@ -27,6 +27,7 @@ receiver's) root location. Locations are the dataflow module's, with variables q
 from __future__ import annotations
 
 import ast
+import builtins
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -60,6 +61,9 @@ class Procedure:
     ref: set = field(default_factory=set)
     mutates_args: bool = False
     wide: bool = False  # its attribute fields are collapsed into HEAP (see _collapse_wide_interfaces)
+    # for a wide procedure: the field names its HEAP stands for, as written (MOD) and as read (REF)
+    heap_mod: frozenset = frozenset()
+    heap_ref: frozenset = frozenset()
 
 
 @dataclass(eq=False)
@@ -791,8 +795,8 @@ def _collapse_wide_interfaces(sdg: SDG) -> None:
     procedures of their attribute fields times one plus the calls to them: the actual-in/out vertices
     and the def-use edges grow with it) exceeds ``INTERFACE_BUDGET``, the costliest procedure with more
     than ``WIDE`` fields gets one formal-in and one formal-out, ``HEAP``, for all of them; inside it, and
-    at its callers, ``HEAP`` stands for every field (a read of any field depends on the reaching
-    ``HEAP`` writes and the reverse, see :func:`_heap_sources`).
+    at its callers, ``HEAP`` stands for the fields it replaced (a read of one of them depends on the
+    reaching ``HEAP`` writes, a ``HEAP`` read on every field write: see :func:`_heap_sources`).
 
     Collapsing costs precision: a driver whose interface is collapsed sees every field its callees
     write as one location, so a slice through it keeps all of them. Packages of up to ~10 kLOC stay
@@ -812,19 +816,42 @@ def _collapse_wide_interfaces(sdg: SDG) -> None:
             continue
         proc = sdg.procs[key]
         proc.wide = True
+        proc.heap_mod = frozenset(loc[1] for loc in proc.mod if loc[0] == "attr")
+        proc.heap_ref = frozenset(loc[1] for loc in proc.ref if loc[0] == "attr")
         proc.mod = {loc for loc in proc.mod if loc[0] != "attr"} | {HEAP}
         proc.ref = {loc for loc in proc.ref if loc[0] != "attr"} | {HEAP}
         total -= cost - (1 + len(sdg.calls_to.get(key, ())))
 
 
-def _heap_sources(reaching_here: dict, loc: tuple) -> set:
+def _heap_sources(reaching_here: dict, loc: tuple, covers: dict[int, frozenset] | None = None) -> set:
     """Extra definitions a use of ``loc`` sees in a procedure with ``HEAP`` locations: a field read sees
-    the ``HEAP`` writes, a ``HEAP`` read sees every field write."""
+    the ``HEAP`` writes that may stand for it (``covers``: vertex -> the fields its ``HEAP`` write
+    stands for, ``"*"`` among them when it may write a field it cannot name; a vertex not in it may
+    stand for any), a ``HEAP`` read sees every field write."""
     if loc == HEAP:
         return {(d, other) for other, defs in reaching_here.items() if other[0] == "attr" and other != HEAP for d in defs}
     if loc[0] == "attr":
-        return {(d, HEAP) for d in reaching_here.get(HEAP, ())}
+        covers = covers or {}
+        return {(d, HEAP) for d in reaching_here.get(HEAP, ()) if d not in covers or loc[1] in covers[d]}
     return set()
+
+
+def _heap_covers(sdg: SDG, proc: Procedure) -> dict[int, frozenset]:
+    """vertex -> the fields the ``HEAP`` it writes stands for: the entry of a wide procedure (its
+    formal-in) and each call of wide callees (their formal-outs). A workload's ``args.seed``, read after
+    ``storage.create_index(schema)`` (a wide Whoosh driver), depended on the whole index through it."""
+    covers: dict[int, set] = {}
+    if proc.wide:
+        covers[proc.cfg.entry.id] = set(proc.heap_ref)
+    for call in proc.calls:
+        for callee in call.callees:
+            other = sdg.procs[callee]
+            if HEAP in other.mod:
+                if not other.wide:  # HEAP passed on from a wide callee of its own: could be any field
+                    covers[call.vertex] = None
+                elif covers.get(call.vertex, set()) is not None:
+                    covers.setdefault(call.vertex, set()).update(other.heap_mod)
+    return {vid: frozenset(fields) for vid, fields in covers.items() if fields is not None}
 
 
 def _call_mod(sdg: SDG, call: CallRecord) -> set:
@@ -842,6 +869,7 @@ def _argument_roots(proc: Procedure, vertex_id: int, sdg: SDG) -> set:
     if node is None:
         return roots
     scopes = sdg.scopes[proc.key[0]]
+    bound = _bound_globals(sdg).get(proc.key[0])
     for call in ast.walk(node if not isinstance(node, ast.withitem) else node.context_expr):
         if not isinstance(call, ast.Call):
             continue
@@ -852,10 +880,33 @@ def _argument_roots(proc: Procedure, vertex_id: int, sdg: SDG) -> set:
             while isinstance(part, (ast.Subscript, ast.Starred)):
                 part = part.value
             if isinstance(part, ast.Name):
-                roots.add(qualify(proc.key[0], scopes.resolve(proc.unit, part.id)))
+                loc = scopes.resolve(proc.unit, part.id)
+                if loc[0] == "var" and loc[1] == "<module>" and bound is not None and loc[2] not in bound \
+                        and hasattr(builtins, loc[2]):
+                    continue  # a builtin (``defaultdict(int)``): nothing the program can mutate
+                roots.add(qualify(proc.key[0], loc))
             elif isinstance(part, ast.Attribute):
                 roots.add(("attr", part.attr))
     return roots
+
+
+def _bound_globals(sdg: SDG) -> dict[str, set[str] | None]:
+    """file -> the module globals some statement of the file binds (None: a construct may bind any)."""
+
+    def collect(sdg: SDG) -> dict[str, set[str] | None]:
+        found: dict[str, set[str] | None] = {}
+        for (file, _), proc in sdg.procs.items():
+            names = found.setdefault(file, set())
+            if names is None:
+                continue
+            for access in proc.access.values():
+                if ANY in access.defs:
+                    found[file] = None
+                    break
+                names.update(loc[2] for loc in access.defs if loc[0] == "var" and loc[1] == "<module>")
+        return found
+
+    return sdg.cached("_bound_globals", collect)
 
 
 # ---------------------------------------------------------------------- dependences
@@ -929,6 +980,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         sdg.add_edge(node(a), node(b), "control", kind)
     own_scope = proc.unit.qualname if proc.unit.kind != "module" else None
     wide = proc.wide or any(sdg.procs[c].wide for call in proc.calls for c in call.callees)
+    covers = _heap_covers(sdg, proc) if wide else {}
     _constant_uses(sdg, proc, node)
     for vid, acc in access.items():
         direct_uses = proc.access[vid].uses
@@ -942,7 +994,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
                     # only this procedure's own unmodelled constructs (exec, locals()...) can.
                     any_defs = [d for d in any_defs if ANY in proc.access[d].defs or d == entry]
                 sources |= set(any_defs)
-            pairs = {(d, loc) for d in sources} | (_heap_sources(reaching[vid], loc) if wide else set())
+            pairs = {(d, loc) for d in sources} | (_heap_sources(reaching[vid], loc, covers) if wide else set())
             for d, def_loc in pairs:
                 for src in _def_sources(sdg, proc, d, def_loc, effects_def, entry, result_only):
                     if loc in direct_uses or ANY in acc.uses:
@@ -957,7 +1009,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         for loc in proc.access[call.vertex].uses:
             pairs = {(d, loc) for d in reaching[call.vertex].get(loc, ())}
             if wide:
-                pairs |= _heap_sources(reaching[call.vertex], loc)
+                pairs |= _heap_sources(reaching[call.vertex], loc, covers)
             for d, def_loc in pairs:
                 for src in _def_sources(sdg, proc, d, def_loc, effects_def, entry, result_only):
                     sdg.add_edge(src, ain_args, "data", loc)

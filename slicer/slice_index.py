@@ -9,9 +9,12 @@ slice):
 * a dependence ``a -> b`` of a pass-1 kind gives ``(b, 1) -> (a, 1)``, of a pass-2 kind
   ``(b, 2) -> (a, 2)``; every ``(v, 1) -> (v, 2)`` (what pass 1 finds, pass 2 expands);
 * a closure rule triggered by X gives ``(X, 2) -> (Y, 1)`` or ``(X, 2) -> (Y, 2)``: the writers of
-  import-time constants X reads (``global`` edges), the ``except``/``with`` headers around X, the
-  attribute statements of X's class body, and the bodies of functions X creates that only the runtime
-  calls (one hub vertex per function, so that any of its creators triggers all its targets).
+  import-time constants X reads (``global`` edges; pass 2 only for a class attribute, or a constant an
+  import-time statement of the same module reads: see :func:`import_time_given`), the
+  ``except``/``with`` headers around X, the attribute statements of X's class body (``(X, 1) -> (Y, 1)``
+  and ``(X, 2) -> (Y, 2)``: a class body entered by pass 2 only needs no ascent to its class statement),
+  and the bodies of functions X creates that only the runtime calls (one hub vertex per function, so
+  that any of its creators triggers all its targets; a method's creator is not ascended for it).
 
 The slice of a criterion is then one breadth-first search from its ``(v, 1)`` vertices, run by
 scipy's compiled ``breadth_first_order`` over a CSR matrix (a hub vertex at the end stands for the
@@ -59,27 +62,29 @@ class SliceIndex:
             targets.append(b)
 
         ids = self.ids
-        for a, b, kind in sdg.graph.edges(data="kind"):
+        for a, b, kind, label in _labelled(sdg):
             ia, ib = ids[a], ids[b]
             if kind in PASS1:
                 edge(ib, ia)
             if kind in PASS2:
                 edge(n + ib, n + ia)
-            if kind == "global":  # constant writers: context-free, expanded by both passes
-                edge(n + ib, ia)
+            if kind == "global":  # constant writers: context-free, expanded by both passes (see below)
+                edge(n + ib, ia + (n if import_time_given(sdg, a, b, label) else 0))
         for i in range(n):
             edge(i, n + i)
         for trigger, header in self._header_rules():
             edge(n + trigger, header)
         for class_entry, statement in _class_body_rules(sdg):
-            edge(n + self._id(class_entry), self._id(statement))
+            edge(self._id(class_entry), self._id(statement))
+            edge(n + self._id(class_entry), n + self._id(statement))
         for f, (entry, creators, implicit, class_entry, uncalled, body) in enumerate(facts):
             if not (implicit or uncalled):
                 continue
             hub_f = 2 * self.n + f
             for creator in creators:
                 edge(n + self._id(creator), hub_f)
-                edge(hub_f, self._id(creator))  # ascend: the creators are expanded by both passes
+                # ascend: the creators are expanded by both passes (a method's class body need not be)
+                edge(hub_f, self._id(creator) + (n if in_class_body(sdg, creator) else 0))
             if implicit and class_entry is not None:
                 edge(n + self._id(class_entry), hub_f)
             for vertex in (entry, *body):
@@ -350,10 +355,41 @@ def clause_headers(cfg) -> list[tuple[tuple, list[int]]]:
     return containers
 
 
+def _labelled(sdg: SDG) -> Iterator[tuple[Node, Node, str, Any]]:
+    """(source, target, kind, label) of every SDG edge."""
+    for a, b, data in sdg.graph.edges(data=True):
+        yield a, b, data["kind"], data.get("label")
+
+
+def in_class_body(sdg: SDG, node: Node) -> bool:
+    """The node is a statement of a class body."""
+    return node[0] == "v" and sdg.procs[node[1]].unit.kind == "class"
+
+
+def import_time_given(sdg: SDG, writer: Node, reader: Node, loc: Any) -> bool:
+    """Whether a ``global`` edge's writer needs only pass 2 (no ascent to the imports that run its body).
+
+    An attribute a class body defines (a method, a class constant) can be read only through the class or
+    one of its instances, so whatever created them ran the class statement and the slice keeps that
+    creation through the object's own dependences; and a constant one import-time statement reads from an
+    earlier one of the same module was written in the same run of that module's body. Ascending from such
+    a writer adds nothing but the sites that import its module, which, for a module imported lazily (in
+    Whoosh, ``whoosh.searching`` by ``Index.searcher``), drags in all the work before them: a workload's
+    ``args.docs`` may be ``Results.docs`` for a field-name heap, and was climbing into the whole index."""
+    if writer[0] != "v":
+        return False
+    if in_class_body(sdg, writer) and isinstance(loc, tuple) and loc[:1] == ("attr",):
+        return True
+    import_time = ("module", "class")
+    return (reader[0] == "v" and writer[1][0] == reader[1][0] and sdg.procs[writer[1]].unit.kind in import_time
+            and sdg.procs[reader[1]].unit.kind in import_time)
+
+
 def _class_body_rules(sdg: SDG) -> list[tuple[Node, Node]]:
     """(class entry, statement): the attribute statements of a class whose body runs in the slice
     (``x: int`` of a dataclass, enum members, ``__slots__``, class constants) are read implicitly (by
-    decorators, metaclasses, ``getattr``); methods are decided one by one."""
+    decorators, metaclasses, ``getattr``); methods are decided one by one. They are expanded by the
+    passes that found the class body's entry."""
     rules = []
     for key, proc in sdg.procs.items():
         if proc.unit.kind == "class":

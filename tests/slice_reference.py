@@ -10,7 +10,7 @@ import numpy as np
 
 from mantispy.slicer.sdg import SDG, Node
 from mantispy.slicer.slice_index import _function_facts as function_facts
-from mantispy.slicer.slice_index import clause_headers
+from mantispy.slicer.slice_index import clause_headers, import_time_given, in_class_body
 
 PASS1 = {"control", "data", "summary", "call", "param-in"}
 PASS2 = {"control", "data", "summary", "param-out"}
@@ -32,30 +32,40 @@ def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
         # objects the slice already has: what they need is followed, but not up to their static call
         # sites (those matter only if the slice already holds them).
         ascend, descend = _escaping_bodies(sdg, nodes)
-        todo = (_enclosing_headers(sdg, nodes) | ascend | _class_bodies(sdg, nodes) | _constant_writers(sdg, nodes)) - first
-        descend -= nodes
+        writers_ascend, writers_descend = _constant_writers(sdg, nodes)
+        classes_ascend, classes_descend = _class_bodies(sdg, nodes, first)
+        todo = (_enclosing_headers(sdg, nodes) | ascend | classes_ascend | writers_ascend) - first
+        descend = (descend | classes_descend | writers_descend) - nodes
     return nodes
 
 
-def _constant_writers(sdg: SDG, nodes: set[Node]) -> set[Node]:
+def _constant_writers(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]:
     """The module/class-body statements that write the import-time constants the slice reads (``global``
     edges, see sdg._import_time_constants): they run at import, in no caller's context, so both
-    passes expand them (pass 1 ascends to the imports that run their module)."""
-    preds = _predecessors(sdg, frozenset({"global"}))
-    return {writer for node in nodes for writer in preds.get(node, ())}
+    passes expand them (pass 1 ascends to the imports that run their module), except those whose module
+    has surely run when they are read (slice_index.import_time_given): pass 2 only.
+    Returns (to expand with both passes, with pass 2 only)."""
+    ascend: set[Node] = set()
+    descend: set[Node] = set()
+    for writer, reader, data in sdg.graph.edges(data=True):
+        if data["kind"] == "global" and reader in nodes:
+            (descend if import_time_given(sdg, writer, reader, data.get("label")) else ascend).add(writer)
+    return ascend, descend
 
 
-def _class_bodies(sdg: SDG, nodes: set[Node]) -> set[Node]:
+def _class_bodies(sdg: SDG, nodes: set[Node], first: set[Node]) -> tuple[set[Node], set[Node]]:
     """The attribute statements of every class whose body runs in the slice: ``x: int`` of a
     dataclass, enum members, ``__slots__``, class constants are read implicitly (by decorators,
-    metaclasses, ``getattr``), so a kept class keeps them (methods are decided one by one)."""
-    extra: set[Node] = set()
+    metaclasses, ``getattr``), so a kept class keeps them (methods are decided one by one); with both
+    passes when pass 1 found the class body's entry, else with pass 2 only."""
+    ascend: set[Node] = set()
+    descend: set[Node] = set()
     for key, proc in sdg.procs.items():
         if proc.unit.kind == "class" and sdg.entry(key) in nodes:
             for v in proc.cfg.statements():
                 if not (v.kind == "def" and isinstance(v.node, (ast.FunctionDef, ast.AsyncFunctionDef))):
-                    extra.add(sdg.vertex(key, v.id))
-    return extra
+                    (ascend if sdg.entry(key) in first else descend).add(sdg.vertex(key, v.id))
+    return ascend, descend
 
 
 def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]:
@@ -71,7 +81,8 @@ def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]:
     for entry, creators, implicit, class_entry, uncalled, body in _function_facts(sdg):
         created = any(c in nodes for c in creators) or (implicit and class_entry in nodes)
         if created and (implicit or uncalled):
-            ascend.update(creators)
+            for creator in creators:  # a method's class body is not ascended for it
+                (descend if in_class_body(sdg, creator) else ascend).add(creator)
             (ascend if uncalled else descend).update([entry, *body])
     return ascend, descend
 

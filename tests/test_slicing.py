@@ -258,7 +258,9 @@ main(int(sys.argv[1]))
 
 def test_a_collapsed_interface_stays_sound_and_small_programs_are_not_collapsed(tmp_path, monkeypatch):
     """A driver touching more than WIDE fields keeps them separate while the program is small; forced
-    over the interface budget, its interface becomes one HEAP location: coarser, never wrong."""
+    over the interface budget, its interface becomes one HEAP location: coarser, never wrong. A field
+    read after a call depends on the callee's HEAP only if the callee may write that field: ``rec.size``
+    is not among the fields ``churn`` writes, so ``churn`` stays out of the slice."""
     from mantispy.slicer import sdg as sdg_module
 
     root = write_program(tmp_path / "wide", {"main.py": WIDE_PROGRAM})
@@ -270,7 +272,9 @@ def test_a_collapsed_interface_stays_sound_and_small_programs_are_not_collapsed(
     monkeypatch.setattr(sdg_module, "INTERFACE_BUDGET", 0)
     coarse = SliceSession(root, "main.py")
     assert any(p.wide for p in coarse.sdg.procs.values())
-    assert coarse.slice(feature).statements_kept > small.statements_kept  # churn writes HEAP, size reads it
+    assert coarse.slice(feature).statements_kept > small.statements_kept  # Record.__init__ writes HEAP, size reads it
+    coarse.emit(feature, tmp_path / "coarse")
+    assert "rec.f7 += r" not in (tmp_path / "coarse" / "main.py").read_text()
     rows = check_fidelity(coarse, root, [["2"], ["5"]], [feature], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
 
@@ -727,4 +731,91 @@ def test_advancing_a_loops_iterator_in_its_body_is_kept(tmp_path):
         '''})
     session = SliceSession(root, "main.py")
     rows = check_fidelity(session, root, [["ab#cdefg"], ["####xy"], ["plain"]], ["main.py:scan:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_field_read_does_not_ascend_into_a_lazily_imported_class_of_the_same_name(tmp_path):
+    """``opts.limit`` (an argparse namespace) may be ``Report.limit``, a method of a class whose module is
+    first imported inside ``heavy``, for a field-name heap. Whoever reads the method has an object of that
+    class, so its creation already keeps the import: the definition is kept without climbing to the
+    import site, and ``heavy``'s work (Whoosh's indexing, once) stays out of the slice of ``opts.limit``."""
+    root = write_program(tmp_path / "lazy", {
+        "report.py": '''
+            BASE = 2
+
+
+            class Report:
+                scale = BASE * 3
+
+                def limit(self):
+                    return self.scale
+        ''',
+        "main.py": '''
+            import argparse
+
+
+            def heavy(n):
+                total = 0
+                for i in range(n * 1000):
+                    total += i
+                from report import Report
+                return Report().limit() + total
+
+
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--limit", type=int, default=3)
+                parser.add_argument("--work", type=int, default=2)
+                opts = parser.parse_args()
+                count = 0
+                for i in range(opts.limit):
+                    count += 1
+                print(count, heavy(opts.work))
+
+
+            main()
+        '''})
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:loop:1")
+    assert kept_lines(result, "main.py") & {line_of(root, "main.py", "total += i"),
+                                            line_of(root, "main.py", "print(count")} == set(), result.kept
+    heavy_loop = session.slice("main.py:heavy:loop:1")  # what the lazy import needs is still found
+    assert line_of(root, "main.py", "print(count") in kept_lines(heavy_loop, "main.py")
+    rows = check_fidelity(session, root, [["--limit", "4"], ["--limit", "1", "--work", "3"]],
+                          ["main.py:main:loop:1", "main.py:heavy:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_passing_a_builtin_to_a_mutating_callee_does_not_make_it_a_program_location(tmp_path):
+    """``register(kinds, int)`` hands the builtin ``int`` to a callee that mutates its arguments; ``int``
+    cannot change, so functions that call ``int(...)`` do not depend on that call (in Whoosh,
+    ``defaultdict(int)`` beside a mutating call threaded ``int`` through every procedure's interface)."""
+    root = write_program(tmp_path / "builtin", {"main.py": '''
+        import sys
+
+
+        def register(registry, kind):
+            for i in range(int(sys.argv[2])):
+                registry.append(kind)
+
+
+        def parse(text):
+            return int(text) + 1
+
+
+        def main():
+            kinds = []
+            register(kinds, int)
+            count = 0
+            for i in range(parse(sys.argv[1])):
+                count += 1
+            print(count, len(kinds))
+
+
+        main()
+    '''})
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:loop:1")
+    assert line_of(root, "main.py", "register(kinds, int)") not in kept_lines(result, "main.py"), result.kept
+    rows = check_fidelity(session, root, [["2", "3"], ["4", "1"]], ["main.py:main:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
