@@ -45,6 +45,7 @@ bench-components: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_fit.py
 	$(PY) benchmarks/bench_slicer.py
 	$(PY) benchmarks/bench_slicing.py
+	$(PY) benchmarks/bench_warm_evaluator.py
 
 clean:
 	rm -rf $(DEMO) benchmarks/work
