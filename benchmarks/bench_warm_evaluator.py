@@ -87,8 +87,8 @@ def main() -> None:
         f"| warmed up (gettext/argparse state, gc.freeze) before forking | {med_with * 1000:.2f} | {min(with_times) * 1000:.2f} |",
         f"| forks cold | {med_without * 1000:.2f} | {min(without_times) * 1000:.2f} |",
         "",
-        f"Ratio cold / warmed up: {med_without / med_with:.2f}. The suite's mistune runs last 0.16 s (median), "
-        "so its 5 % evaluator budget is 8 ms.",
+        f"Ratio cold / warmed up: {med_without / med_with:.2f}. The suite's mistune runs last 0.15–0.16 s (median), "
+        "so its 5 % evaluator budget is 7.5–8 ms.",
     ]
     print("\n".join(lines))
     write_section("bench_warm_evaluator", "Warm evaluator round trip (issue 8)", machine_fingerprint(), lines)
