@@ -838,8 +838,8 @@ def _heap_sources(reaching_here: dict, loc: tuple, covers: dict[int, frozenset] 
 
 def _heap_covers(sdg: SDG, proc: Procedure) -> dict[int, frozenset]:
     """vertex -> the fields the ``HEAP`` it writes stands for: the entry of a wide procedure (its
-    formal-in) and each call of wide callees (their formal-outs). A workload's ``args.seed``, read after
-    ``storage.create_index(schema)`` (a wide Whoosh driver), depended on the whole index through it."""
+    formal-in) and each call of wide callees (their formal-outs). Without them a field read after any call
+    of a wide driver depended on everything the driver does."""
     covers: dict[int, set] = {}
     if proc.wide:
         covers[proc.cfg.entry.id] = set(proc.heap_ref)
