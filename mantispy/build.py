@@ -35,16 +35,17 @@ from typing import Any, Callable
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, load_spec
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
-from mantispy.modeling.fitting import FitRequest, fit_campaign, resolve_metric, split_inputs
+from mantispy.modeling.fitting import FitRequest, fit_campaign, measured_metric, resolve_metric, split_inputs
 from mantispy.modeling.spore import ModelingError
 from mantispy.profiler import environment_fingerprint, profile
+from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
 from mantispy.slicer.warm_client import WarmEvaluator
 from mantispy.store import RunStore, StoreError
 
 BUILD_FORMAT = "mantispy-build"
 BUILD_VERSION = 1
-DEFAULT_METRICS = ("wall_s", "cpu_s", "max_rss_kb")
-UNITS = {"wall_s": "s", "cpu_s": "s", "max_rss_kb": "KiB"}
+DEFAULT_METRICS = ("wall_s", "cpu_s", "work_s", "max_rss_kb")
+UNITS = {"wall_s": "s", "cpu_s": "s", "work_s": "s", "max_rss_kb": "KiB"}
 
 Log = Callable[[str], None]
 
@@ -73,6 +74,9 @@ class BuildOptions:
     validate_inputs: int | None = None  # held-out inputs to validate on (None: all)
     observed_calls: bool = True  # hybrid slicing: resolve what inference cannot with calls seen in training runs
     force: bool = False
+    form: str = "auto"  # the models' form: "auto" (cross-validated), "polynomial" or "log"
+    repeats: int | None = None  # uninstrumented runs per input (default: the spec's original_repeats)
+    inputs: bool = True  # the input descriptors (argv numbers, file sizes) are candidate features too
 
 
 # ====================================================================== evaluator verdicts
@@ -123,7 +127,11 @@ class CostMeter:
         self.idle_s = idle_interpreter_seconds(spec.workdir)
 
     def verdict(self, feature: str) -> Verdict:
-        """The (cached) verdict of one feature."""
+        """The (cached) verdict of one feature. An input descriptor (``input:...``, a number on the
+        command line or an input file's size) is cheap by construction: the predictor reads it."""
+        if feature.startswith(INPUT_PREFIX):
+            return self.verdicts.setdefault(feature, Verdict(feature, "cheap", 0.0, 0.0,
+                                                             "read from the input's arguments and file sizes"))
         found = self.verdicts.get(feature)
         if found is None:
             found = self.verdicts[feature] = self._measure(feature)
@@ -171,10 +179,11 @@ class CostMeter:
             estimate = self._estimate(self.session.slice(feature))
         except EvaluatorError as exc:
             return Verdict(feature, "unsliceable", detail=str(exc)[:500])
-        if estimate is not None and estimate >= ESTIMATE_REJECT:
+        limit = estimate_limit(self.max_cost)
+        if estimate is not None and estimate >= limit:
             return Verdict(feature, "too expensive", None, None,
                            f"estimated: the slice keeps loops and functions that make {estimate:.0%} of the "
-                           f"program's iterations and calls (not emitted at >= {ESTIMATE_REJECT:.0%})")
+                           f"program's iterations and calls (not emitted at >= {limit:.0%})")
         try:
             result, _ = self.session.emit(feature, out, self.k)
         except EvaluatorError as exc:
@@ -315,10 +324,16 @@ class Substitutes:
         return found
 
 
-ESTIMATE_REJECT = 0.3
-"""A slice whose loops and functions make this share of the program's loop iterations and calls (on the
-median cost input) is rejected without being emitted and timed: far over any budget worth asking for,
-and emitting is most of a verdict's time. Everything below it is measured."""
+ESTIMATE_FACTOR = 6.0
+"""A slice whose loops and functions make ``ESTIMATE_FACTOR x max_cost`` of the program's loop
+iterations and calls (on the median cost input; 30 % at the default 5 % budget) is rejected without
+being emitted and timed: far over the budget, and emitting is most of a verdict's time. Everything
+below it is measured. At ``max_cost >= 1/6`` nothing is rejected unmeasured."""
+
+
+def estimate_limit(max_cost: float) -> float:
+    """The share of the program's work above which a slice is rejected unmeasured (see ESTIMATE_FACTOR)."""
+    return ESTIMATE_FACTOR * max_cost if ESTIMATE_FACTOR * max_cost < 1.0 else math.inf
 
 
 def _dynamic_work(features: dict[str, dict[str, Any]], counts: dict[str, float]) -> dict[str, float]:
@@ -365,7 +380,8 @@ class Builder:
             spec = load_spec(options.spec)
         except FileNotFoundError:
             raise BuildError(f"{options.spec}: no such campaign spec; give the path of a TOML spec") from None
-        self.spec = dataclasses.replace(spec, calibration_runs=CALIBRATE_ALL)
+        self.spec = dataclasses.replace(spec, calibration_runs=CALIBRATE_ALL,
+                                        original_repeats=options.repeats or spec.original_repeats)
         self.work = Path(options.work or self.spec.workdir / ".mantis" / "build-work" / self.spec.name)
         self.work.mkdir(parents=True, exist_ok=True)
         self.metrics = tuple(resolve_metric(m) for m in options.metrics)
@@ -407,8 +423,13 @@ class Builder:
                               self.log, check_inputs=self.training_inputs(frame, train_ids, {i["id"] for i in cost_inputs}))
             self.log(f"evaluator budget: {self.options.max_cost:.1%} of the median run time {median_wall:.3f} s "
                      f"= {meter.budget_s * 1000:.1f} ms per feature")
+            self.unusable_inputs = self.descriptor_mismatches(frame)
+            if self.unusable_inputs:
+                self.log("input descriptors a predictor cannot recompute from the arguments alone (the spec lists "
+                         f"input files that are not arguments), kept out of the models: {', '.join(self.unusable_inputs)}")
             self.substitutes = Substitutes(train)
-            self.train_metric = {m: train[f"metric:{m}"].to_numpy() for m in self.metrics if f"metric:{m}" in train}
+            self.train_metric = {m: train[f"metric:{measured_metric(m)}"].to_numpy() for m in self.metrics
+                                 if f"metric:{measured_metric(m)}" in train}
             self.log(f"fresh interpreter start-up: {meter.idle_s * 1000:.1f} ms (a warm evaluator pays it once)")
             models = {metric: self.cost_loop(store, campaign, metric, meter) for metric in self.metrics}
             record = self.record(campaign, frame, models, meter)
@@ -572,10 +593,37 @@ class Builder:
 
         return _entry_file(meter.session.program, entry_string(self.spec))
 
+    def calibration_inputs(self, frame, count: int = 5) -> list[dict[str, Any]]:
+        """Inputs spread over the range of CPU time, for ``mantispy calibrate`` to re-run elsewhere."""
+        rows = frame.drop_duplicates("input_id").sort_values("metric:cpu_s")
+        picks = sorted({round(i * (len(rows) - 1) / max(count - 1, 1)) for i in range(min(count, len(rows)))})
+        records = {r.id: r for r in self.spec.inputs}
+        chosen = [records[rows.iloc[p]["input_id"]] for p in picks if rows.iloc[p]["input_id"] in records]
+        return [{"id": r.id, "argv": list(r.argv), "kwargs": r.kwargs, "cwd": str(self.spec.workdir)} for r in chosen]
+
+    def descriptor_mismatches(self, frame) -> list[str]:
+        """Input-descriptor columns whose stored value differs, on some input, from what a predictor
+        computes from that input's arguments (see mantispy.runtime.descriptors.describe_input)."""
+        stored = [c for c in frame.columns if c.startswith(INPUT_PREFIX)]
+        rows = frame.drop_duplicates("input_id").set_index("input_id")
+        bad: set[str] = set()
+        for record in self.spec.inputs:
+            if record.id not in rows.index:
+                continue
+            try:
+                computed = prefixed_numbers(describe_input(record.argv, record.kwargs, cwd=str(self.spec.workdir)))
+            except OSError:
+                return stored
+            for column in stored:
+                if not math.isclose(float(rows.at[record.id, column]), computed.get(column, 0.0), rel_tol=1e-12):
+                    bad.add(column)
+        return sorted(bad)
+
     def fit(self, store: RunStore, campaign, metric: str, excluded: set[str], sensitivity: bool) -> dict[str, Any]:
         request = FitRequest(metric=metric, degree=self.options.degree, train_fraction=self.options.train_fraction,
                              method=self.options.method, seed=self.options.seed, exclude=tuple(sorted(excluded)),
-                             sensitivity=sensitivity, metrics_from="original", constant_fallback=True)
+                             sensitivity=sensitivity, metrics_from="original", constant_fallback=True,
+                             form=self.options.form, inputs=self.options.inputs, unusable_inputs=tuple(getattr(self, "unusable_inputs", ())))
         try:
             return fit_campaign(store, campaign.name, request)
         except ModelingError as exc:
@@ -587,8 +635,10 @@ class Builder:
         machine = environment_fingerprint()
         features = []
         for fid in sorted({f for m in models.values() for f in m["scaling"]}):
-            verdict = meter.verdicts[fid]
-            info = next(m["features"][fid] for m in models.values() if fid in m.get("features", {}))
+            verdict = meter.verdict(fid)
+            info = next((m["features"][fid] for m in models.values() if fid in m.get("features", {})),
+                        {"kind": "input", "detail": "a number on the command line or an input file's size",
+                         "snippet": fid.removeprefix(INPUT_PREFIX)})
             features.append({
                 "id": fid, "kind": info.get("kind"), "file": info.get("file"), "line": info.get("line"),
                 "qualname": info.get("qualname"), "snippet": info.get("snippet"), "detail": info.get("detail"),
@@ -606,13 +656,19 @@ class Builder:
             "options": {"max_cost": self.options.max_cost, "train_fraction": self.options.train_fraction,
                         "metrics": list(self.metrics), "degree": self.options.degree, "seed": self.options.seed,
                         "method": self.options.method, "max_rounds": self.options.max_rounds,
+                        "form": self.options.form, "original_repeats": self.spec.original_repeats,
+                        "estimate_limit": estimate_limit(self.options.max_cost)
+                        if math.isfinite(estimate_limit(self.options.max_cost)) else None,
                         "cost_inputs": [i["id"] for i in meter.inputs]},
             "campaign": {"name": campaign.name, "inputs": int(frame["input_id"].nunique()), "runs": int(len(frame)),
                          "raw_features": sum(1 for c in frame.columns if not c.startswith(("metric:", "input:"))
                                              and c not in ("input_id", "repeat", "status")),
                          "median_wall_s": float(frame["metric:wall_s"].median()),
-                         "overhead": campaign.calibration},
+                         "overhead": campaign.calibration,
+                         "noise": (campaign.calibration or {}).get("noise", {}),
+                         "unusable_inputs": list(getattr(self, "unusable_inputs", []))},
             "idle_interpreter_s": meter.idle_s,
+            "calibration_inputs": self.calibration_inputs(frame),
             "metrics": {m: {"unit": UNITS.get(m, ""), "model": model} for m, model in models.items()},
             "rounds": self.rounds,
             "features": features,

@@ -12,6 +12,10 @@ A spec is a TOML file; relative paths in it are relative to the file's folder::
     calibration_runs = 3                # inputs also run uninstrumented, to measure the overhead;
                                         #   "all": every run also runs uninstrumented, so models can
                                         #   learn the original program's metrics (mantispy build does)
+    original_repeats = 3                # with "all": uninstrumented runs per input (the median is modelled)
+    order_seed = 0                      # runs are interleaved and shuffled with this seed
+    rerun_threshold = 0.25              # an input whose repeats differ by more ((max - min) / median of
+    rerun_repeats = 2                   #   CPU time) runs this many more times, once
     build = ".mantis/builds/minisearch" # where the instrumented build goes (default under workdir)
 
     [env]                               # extra environment for every run
@@ -49,7 +53,7 @@ from typing import Any
 
 KNOWN_METRICS = ("wall_s", "cpu_s", "max_rss_kb")
 TOP_KEYS = {"name", "source", "entry", "workdir", "repeats", "timeout", "metrics", "calibration_runs", "build",
-            "env", "instrument", "inputs"}
+            "env", "instrument", "inputs", "original_repeats", "order_seed", "rerun_threshold", "rerun_repeats"}
 INSTRUMENT_KEYS = {"k", "only", "exclude"}
 INPUTS_KEYS = {"generator", "generator_args", "list"}
 RECORD_KEYS = {"id", "argv", "kwargs", "files"}
@@ -114,6 +118,10 @@ class CampaignSpec:
     instrument: dict[str, Any]
     inputs: list[InputRecord]
     raw: dict[str, Any]
+    original_repeats: int = 3
+    order_seed: int = 0
+    rerun_threshold: float = 0.25
+    rerun_repeats: int = 2
 
     @property
     def source_root(self) -> Path:
@@ -234,6 +242,20 @@ def _calibration_runs(path: Path, raw: Any) -> int:
     return raw
 
 
+def _integer(path: Path, raw: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(path, f"{key} must be a whole number from {low} to {high}, not {value!r}")
+    return value
+
+
+def _fraction(path: Path, raw: dict[str, Any], key: str, default: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < float(value) < 100:
+        raise _fail(path, f"{key} must be a positive number below 100 (a ratio such as 0.25), not {value!r}")
+    return float(value)
+
+
 def load_spec(path: Path | str) -> CampaignSpec:
     """Read, validate and expand a spec file (runs the input generator)."""
     path = Path(path)
@@ -308,4 +330,8 @@ def load_spec(path: Path | str) -> CampaignSpec:
         instrument=instrument,
         inputs=records,
         raw=raw,
+        original_repeats=_integer(path, raw, "original_repeats", 3, 1, 100),
+        order_seed=_integer(path, raw, "order_seed", 0, 0, 2**31 - 1),
+        rerun_threshold=_fraction(path, raw, "rerun_threshold", 0.25),
+        rerun_repeats=_integer(path, raw, "rerun_repeats", 2, 0, 100),
     )

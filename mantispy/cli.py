@@ -302,6 +302,14 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
     store.close()
 
 
+def noise_lines(noise: dict) -> list[str]:
+    """The campaign's noise floor, one line per metric (see mantispy.measurement)."""
+    names = {"wall_s": "wall time", "cpu_s": "CPU time", "max_rss_kb": "peak RSS"}
+    return [f"noise floor of {names.get(metric, metric)}: {data['floor']:.1%} median deviation of one run from its "
+            f"input's median ({data['inputs']} inputs run at least twice); no model can be judged below it"
+            for metric, data in noise.items()]
+
+
 def _print_summary(store, campaign, summary=None) -> None:
     import statistics
 
@@ -326,9 +334,11 @@ def _print_summary(store, campaign, summary=None) -> None:
     if summary is not None:
         console.print(f"this call: {summary.executed} run(s) executed, {summary.skipped} already stored")
     calibration = campaign.calibration or (summary.overhead if summary else None)
-    if calibration:
+    if calibration and calibration.get("median_overhead") is not None:
         console.print(f"instrumentation overhead (CPU time, median over {len(calibration['per_input'])} calibration "
                       f"input(s)): {calibration['median_overhead']:+.1%}")
+    for line in noise_lines((calibration or {}).get("noise") or {}):
+        console.print(line)
     failed = [r for r in runs if r["status"] != "ok"]
     for r in failed[:5]:
         last = (r["stderr_tail"] or "").strip().splitlines()[-1:] or [""]
@@ -414,24 +424,34 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
 @cli.command()
 @_store_option
 @click.option("--campaign", "campaign_name", default=None, help="Campaign name (default: the only one).")
-@click.option("--metric", default="wall", show_default=True, help="wall, cpu, rss, or any metric name in the store.")
+@click.option("--metric", default="wall", show_default=True,
+              help="wall, cpu, rss, work (CPU seconds from the program's own work), or any metric name in the store.")
 @click.option("--degree", default=3, show_default=True, type=click.IntRange(1, 5), help="Polynomial degree.")
 @click.option("--train-fraction", default=0.1, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Share of the inputs used for training; the rest is held out.")
-@click.option("--method", type=click.Choice(["lasso", "foba"]), default="lasso", show_default=True)
+@click.option("--method", type=click.Choice(["lasso", "foba"]), default="lasso", show_default=True,
+              help="Term selection: LASSO path (cross-validated lambda) or forward-backward greedy (FoBa).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the train/test split and the CV folds.")
 @click.option("--exclude", "exclude", multiple=True, metavar="FEATURE_ID", help="Feature ids the model may not use. Repeatable.")
 @click.option("--no-sensitivity", is_flag=True, help="Skip the lambda-path and training-size studies (faster).")
+@click.option("--form", type=click.Choice(["auto", "polynomial", "log"]), default="auto", show_default=True,
+              help="Model form: additive polynomial, multiplicative (log), or chosen by cross-validation.")
+@click.option("--metrics-from", type=click.Choice(["instrumented", "original"]), default="instrumented", show_default=True,
+              help="Model the instrumented runs' metrics, or the uninstrumented runs' (calibration_runs = \"all\").")
+@click.option("--no-input-features", "no_inputs", is_flag=True,
+              help="Use program features only, not the numbers on the command line and input file sizes.")
 @click.option("-o", "--out", "out", default="model.json", show_default=True, type=click.Path(path_type=Path), help="Model JSON to write.")
 def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, train_fraction: float, method: str,
-        seed: int, exclude: tuple[str, ...], no_sensitivity: bool, out: Path) -> None:
+        seed: int, exclude: tuple[str, ...], no_sensitivity: bool, form: str, metrics_from: str, no_inputs: bool,
+        out: Path) -> None:
     """Select the few features that explain a metric and fit a compact polynomial (SPORE)."""
     from mantispy.modeling import artefact
     from mantispy.modeling.fitting import FitRequest, ModelingError, fit_campaign
 
     store = _open_store(store_path)
     request = FitRequest(metric=metric, degree=degree, train_fraction=train_fraction, method=method, seed=seed,
-                         exclude=exclude, sensitivity=not no_sensitivity)
+                         exclude=exclude, sensitivity=not no_sensitivity, form=form, metrics_from=metrics_from,
+                         inputs=not no_inputs)
     try:
         model = fit_campaign(store, campaign_name, request)
     except ModelingError as exc:
@@ -447,11 +467,14 @@ def _print_model(model) -> None:
 
     for line in artefact.polynomial_text(model):
         click.echo(line)
-    names = {f: f"x{n}" for n, f in enumerate(artefact.model_features(model), 1)}
+    names = artefact.variable_names(model)
+    value = "log(1 + value)" if model.get("form") == "log" else "value"
+    if model.get("method") == "constant":
+        click.echo("  a constant: no feature the model may use explains the metric better")
     for feature, name in names.items():
         info = model.get("features", {}).get(feature)
         bounds = model["scaling"][feature]
-        scale = f"(value - {bounds['min']:g}) / {bounds['max'] - bounds['min']:g}"
+        scale = f"({value} - {bounds['min']:g}) / {bounds['max'] - bounds['min']:g}"
         where = f"{info['kind']} at {info['file']}:{info['line']} in {info['qualname']}: {info['snippet']}" if info else feature
         click.echo(f"  {name} = {scale} of {where}")
         click.echo(f"       id {feature}")
@@ -478,7 +501,20 @@ def _print_evaluation(model) -> None:
                       ", ".join(sorted(set(box.get("inputs_used", [])))) or "intercept only")
     else:
         table.add_row("black box (input descriptors)", "-", "-", box.get("reason", ""))
+    noise = evaluation.get("noise")
+    if noise:
+        table.add_row("noise floor (repeats of one input)", f"{noise['floor']:.2%}", "", f"{noise['inputs']} inputs run twice or more")
     console.print(table)
+    chosen = model.get("selection")
+    if chosen:
+        console.print(f"model: {chosen['chosen']} ({chosen['reason']}); cross-validated on the training inputs: "
+                      + ", ".join(f"{c['candidate']} {c['cv_median_rel_error']:.1%}" for c in chosen["candidates"]
+                                  if c.get("cv_median_rel_error") is not None), highlight=False)
+    coverage = test.get("interval_coverage")
+    if coverage is not None and model.get("interval"):
+        band = model["interval"]
+        console.print(f"p{band['level'][0] * 100:.0f}-p{band['level'][1] * 100:.0f} interval: estimate x "
+                      f"{band['low']:.3g} .. x {band['high']:.3g}; held {coverage:.0%} of held-out runs", highlight=False)
     if evaluation.get("lambda_path"):
         path = Table(title="lambda path (final LASSO stage, no refit)")
         for column in ("lambda", "terms", "median", "mean", ""):

@@ -20,11 +20,13 @@ def _user_error():
 @click.argument("spec_file", metavar="SPEC", type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="The predictor package folder, e.g. predictors/NAME.")
 @click.option("--work", type=click.Path(path_type=Path), default=None, help="Where the store, evaluators and caches live (default: <workdir>/.mantis/build-work/<name>).")
-@click.option("--metric", "metrics", multiple=True, default=("wall", "cpu", "rss"), show_default=True, help="Metrics to model (wall, cpu, rss or a stored name). Repeatable.")
+@click.option("--metric", "metrics", multiple=True, default=("wall", "cpu", "work", "rss"), show_default=True,
+              help="Metrics to model (wall, cpu, work: CPU seconds from the program's own work, rss, or a stored name). Repeatable.")
 @click.option("--max-cost", default=0.05, show_default=True, type=click.FloatRange(0, 10, min_open=True), help="Largest evaluator cost accepted, as a fraction of the program's run time.")
 @click.option("--train-fraction", default=0.1, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), help="Inputs used for training; the rest validate.")
 @click.option("--degree", default=3, show_default=True, type=click.IntRange(1, 5), help="Polynomial degree.")
-@click.option("--method", type=click.Choice(["lasso", "foba"]), default="lasso", show_default=True)
+@click.option("--method", type=click.Choice(["lasso", "foba"]), default="lasso", show_default=True,
+              help="Term selection: LASSO path (cross-validated lambda) or forward-backward greedy (FoBa).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the train/test split and the CV folds.")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 256), help="Profiling runs at once.")
 @click.option("--max-rounds", default=10, show_default=True, type=click.IntRange(1, 100), help="Cost-loop rounds before refitting on known-cheap features only.")
@@ -33,9 +35,16 @@ def _user_error():
 @click.option("--validate", "validate_inputs", default=None, type=click.IntRange(1), help="Validate on at most this many held-out inputs (default: all).")
 @click.option("--static", "static_only", is_flag=True, help="Slice statically only (no calls observed on training inputs).")
 @click.option("--force", is_flag=True, help="Write into OUT even if it is not empty and not an earlier predictor.")
+@click.option("--form", type=click.Choice(["auto", "polynomial", "log"]), default="auto", show_default=True,
+              help="Model form: additive polynomial, multiplicative (log), or chosen by cross-validation.")
+@click.option("--repeats", type=click.IntRange(1, 100), default=None,
+              help="Uninstrumented runs per input, whose median is modelled (default: the spec's original_repeats, 3).")
+@click.option("--no-input-features", "no_inputs", is_flag=True,
+              help="Models use program features only, not the numbers on the command line and input file sizes.")
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
-          validate_inputs: int | None, static_only: bool, force: bool) -> None:
+          validate_inputs: int | None, static_only: bool, force: bool, form: str, repeats: int | None,
+          no_inputs: bool) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildError, BuildOptions
     from mantispy.build import build as run_build
@@ -45,7 +54,8 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
     options = BuildOptions(spec=spec_file, out=out, work=work, metrics=metrics, max_cost=max_cost,
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
-                           observed_calls=not static_only)
+                           observed_calls=not static_only, form=form, repeats=repeats,
+                           inputs=not no_inputs)
     try:
         record = run_build(options, log=lambda m: click.echo(m, err=True))
     except (BuildError, SpecError, StoreError) as exc:
@@ -55,31 +65,45 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
 
 
 def print_validation(record: dict) -> None:
-    """The build's closing table: accuracy per metric beside the black box, and the evaluator's cost."""
+    """The build's closing table: accuracy per metric beside the black box and the noise floor, the
+    evaluator's cost, and the verdicts in words (mantispy.verdicts)."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{record['name']}: held-out validation ({record['metrics'][next(iter(record['metrics']))]['validation']['n']} inputs)")
-    for column in ("metric", "median error", "mean error", "black-box median", "black-box mean", "features"):
-        table.add_column(column, justify="right" if column != "metric" else "left")
+    from mantispy.verdicts import build_verdicts, noise_of
+
+    first = next(iter(record["metrics"]))
+    table = Table(title=f"{record['name']}: held-out validation ({record['metrics'][first]['validation']['n']} inputs)")
+    for column in ("metric", "median error", "mean error", "black-box median", "black-box mean", "noise floor",
+                   "p10-p90 coverage", "model"):
+        table.add_column(column, justify="right" if column not in ("metric", "model") else "left")
+    pct = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
     for metric, data in record["metrics"].items():
         v = data["validation"]
         bb = v["blackbox"]
-        pct = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
+        model = data["model"]
+        if model.get("method") == "constant":
+            what = "constant"
+        else:
+            what = f"{model.get('form', 'polynomial')}, {len(model['scaling'])} feature(s)"
         table.add_row(metric, pct(v["median_rel_error"]), pct(v["mean_rel_error"]),
                       pct(bb.get("median_rel_error")) if bb.get("available") else "n/a",
                       pct(bb.get("mean_rel_error")) if bb.get("available") else "n/a",
-                      str(len(data["model"]["scaling"])))
+                      pct(noise_of(record, metric)), pct(v.get("interval_coverage")), what)
     console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(table)
+    for line in build_verdicts(record):
+        console.print(f"  {line}", highlight=False)
     ev = record["evaluator"]
     fid = ev["fidelity"]
-    if ev["median_fraction"] is not None:
+    if ev["median_fraction"] is not None and ev.get("warm_startup_s") is not None:
         cold = ev.get("cold_median_fraction")
         console.print(f"evaluator cost: median {ev['median_fraction']:.1%} of the run time (max {ev['max_fraction']:.1%}) "
                       f"with a warm evaluator (started once, in {ev['warm_startup_s']:.2f} s); "
                       + (f"{cold:.1%} in a fresh interpreter each time; " if cold is not None else "")
                       + f"{ev['statements_kept']} of {ev['statements_total']} statements kept")
+    elif not ev.get("features"):
+        console.print("evaluator: none (no model uses a program feature; input descriptors are read from the arguments)")
     console.print(f"evaluator fidelity: {fid['agreed']} of {fid['inputs'] * fid['features']} feature values agree with the "
                   f"instrumented program on {fid['inputs']} held-out input(s)"
                   + (f"; {len(ev['failures'])} input(s) failed" if ev["failures"] else ""))
@@ -115,15 +139,21 @@ def predict(predictor: Path, kwargs_json: str | None, cwd: Path | None, timeout:
     try:
         # One prediction: a fresh interpreter costs less than starting a warm evaluator.
         estimates = module.predict(None if module.ENTRY_KIND == "callable" else argv, cwd=cwd, timeout=timeout,
-                                   extrapolate=extrapolate, warm=False, **kwargs)
+                                   extrapolate=extrapolate, warm=False, interval=True, **kwargs)
     except module.PredictionError as exc:
         raise UserError(f"{predictor}: {exc}") from None
     if as_json:
         click.echo(json.dumps(estimates))
         return
     units = {"wall_s": "s", "cpu_s": "s", "max_rss_kb": "KiB"}
-    for metric, value in estimates.items():
-        click.echo(f"{metric:12} {value:.6g} {units.get(metric, '')}".rstrip())
+    for metric, found in estimates.items():
+        unit = units.get(metric, "")
+        line = f"{metric:12} {found['estimate']:.6g} {unit}".rstrip()
+        if found.get("low") is not None:
+            level = found.get("level") or [0.1, 0.9]
+            line += (f"   (p{level[0] * 100:.0f}-p{level[1] * 100:.0f}: {found['low']:.6g} .. {found['high']:.6g}"
+                     f"{' ' + unit if unit else ''})")
+        click.echo(line)
 
 
 def load_predictor(folder: Path):
@@ -160,7 +190,24 @@ def report(predictor: Path, out: Path) -> None:
     click.echo(f"predictor package: {predictor}  (README.md inside; import it, or mantispy predict {predictor} -- ARGS...)")
 
 
+@click.command()
+@click.argument("predictor", type=click.Path(path_type=Path))
+@click.option("--repeats", default=3, show_default=True, type=click.IntRange(1, 50), help="Runs per input (median CPU time).")
+def calibrate(predictor: Path, repeats: int) -> None:
+    """Re-measure a predictor's seconds per unit of work (work_s) on this machine, from a few runs of the program."""
+    from mantispy.calibrate import CalibrationError
+    from mantispy.calibrate import calibrate as run_calibration
+
+    module = load_predictor(predictor)
+    try:
+        data = run_calibration(predictor, module, repeats=repeats, log=lambda m: click.echo(m, err=True))
+    except (CalibrationError, module.PredictionError) as exc:
+        raise _user_error()(f"{predictor}: {exc}") from None
+    click.echo(f"seconds per unit of work on this machine: {data['seconds_per_unit']:.4g} "
+               f"(from {len(data['inputs'])} input(s)); written to {predictor}/calibration.json")
+
+
 def register(group: click.Group) -> None:
     """Add the verbs to the ``mantispy`` group."""
-    for command in (build, predict, report):
+    for command in (build, predict, report, calibrate):
         group.add_command(command)

@@ -27,7 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mantispy.modeling import artefact
+from mantispy.modeling import artefact, selection
+from mantispy.modeling.fitting import measured_metric
+from mantispy.runtime import descriptors
+from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
 
 MODELS_FORMAT = "mantispy-predictor-models"
 MODELS_VERSION = 1
@@ -56,7 +59,8 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
-    selected = sorted({f for m in models.values() for f in m["scaling"]})
+    used = sorted({f for m in models.values() for f in m["scaling"]})
+    selected = [f for f in used if not f.startswith(INPUT_PREFIX)]  # the evaluator's; descriptors are read
     k = int(builder.spec.instrument.get("k", 5))
     evaluator_dir = staging / "evaluator"
     if selected:
@@ -70,7 +74,7 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
     ids = test_ids if builder.options.validate_inputs is None else test_ids[: builder.options.validate_inputs]
     records = {r.id: r for r in builder.spec.inputs}
     rows = frame[frame["input_id"].isin(ids)]
-    actual = {m: rows.groupby("input_id")[f"metric:{m}"].mean().to_dict() for m in models}
+    actual = {m: rows.groupby("input_id")[f"metric:{measured_metric(m)}"].mean().to_dict() for m in models}
     first = rows[rows["repeat"] == rows.groupby("input_id")["repeat"].transform("min")].set_index("input_id")
     blackbox = {m: _blackbox_by_input(model) for m, model in models.items()}
     points: dict[str, list[dict[str, Any]]] = {m: [] for m in models}
@@ -104,6 +108,7 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
                     pass
         else:
             values, seconds = {}, 0.0
+        values = {**values, **prefixed_numbers(describe_input(list(rec.argv), rec.kwargs, cwd=str(builder.spec.workdir)))}
         stored = first.loc[iid]
         for fid in selected:
             expected = float(stored.get(fid, 0.0)) if fid in first.columns else 0.0
@@ -112,13 +117,18 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         wall = actual["wall_s"][iid] if "wall_s" in actual else float(stored["metric:wall_s"])
         costs.append({"input_id": iid, "evaluator_s": seconds, "actual_s": wall, "fraction": seconds / wall})
         for metric, model in models.items():
-            points[metric].append({"input_id": iid, "actual": actual[metric][iid],
-                                   "predicted": artefact.predict(model, values),
+            estimate = artefact.predict(model, values)
+            band = artefact.interval(model, estimate)
+            points[metric].append({"input_id": iid, "actual": actual[metric][iid], "predicted": estimate,
+                                   "low": band[0] if band else None, "high": band[1] if band else None,
                                    "blackbox": blackbox[metric].get(iid)})
     for metric, model in models.items():
         pts = points[metric]
         bb = model.get("evaluation", {}).get("blackbox", {})
         validation = _relative_errors([(p["predicted"], p["actual"]) for p in pts])
+        validation["interval_coverage"] = selection.coverage(
+            [(p["actual"], p["low"], p["high"]) for p in pts if p["low"] is not None])
+        validation["interval_level"] = (model.get("interval") or {}).get("level")
         if bb.get("available"):
             bb_pairs = [(p["blackbox"], p["actual"]) for p in pts if p["blackbox"] is not None]
             validation["blackbox"] = {"available": True, **_relative_errors(bb_pairs)}
@@ -191,18 +201,21 @@ def write_package(staging: Path, out: Path, record: dict[str, Any], models: dict
         {"format": MODELS_FORMAT, "version": MODELS_VERSION, "build_id": bid, "name": record["name"],
          "metrics": models}, indent=1) + "\n", encoding="utf-8")
     (staging / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    (staging / "_model.py").write_text(_MODEL_HEADER + inspect.getsource(artefact.predict), encoding="utf-8")
+    (staging / "_model.py").write_text(_MODEL_HEADER + inspect.getsource(artefact.predict) + "\n\n"
+                                       + inspect.getsource(artefact.interval), encoding="utf-8")
     from mantispy.slicer import warm_client
 
     (staging / "_warm.py").write_text(Path(warm_client.__file__).read_text(encoding="utf-8"), encoding="utf-8")
+    (staging / "_descriptors.py").write_text(Path(descriptors.__file__).read_text(encoding="utf-8"), encoding="utf-8")
     features = record["evaluator"]["features"]
+    inputs = sorted({f for m in models.values() for f in m["scaling"] if f.startswith(INPUT_PREFIX)})
     init = (_INIT_TEMPLATE.replace("@NAME@", record["name"]).replace("@METRICS@", repr(tuple(models)))
             .replace("@CREATED@", record["created"]).replace("@BUILD_ID@", repr(bid))
             .replace("@ENTRY@", repr(record["entry"])).replace("@ENTRY_KIND@", repr(record["entry_kind"]))
-            .replace("@FEATURES@", repr(tuple(features))))
+            .replace("@FEATURES@", repr(tuple(features))).replace("@INPUTS@", repr(tuple(inputs))))
     (staging / "__init__.py").write_text(init, encoding="utf-8")
     (staging / "README.md").write_text(package_readme(record), encoding="utf-8")
-    for name in ("__init__.py", "_model.py", "_warm.py"):
+    for name in ("__init__.py", "_model.py", "_warm.py", "_descriptors.py"):
         compile((staging / name).read_text(encoding="utf-8"), name, "exec")
     if out.exists():
         old = out.with_name(out.name + ".old")
@@ -315,6 +328,7 @@ ENTRY = @ENTRY@
 ENTRY_KIND = @ENTRY_KIND@
 METRICS = @METRICS@
 FEATURES = @FEATURES@
+INPUTS = @INPUTS@  # input descriptors the models use (numbers on the command line, input file sizes)
 
 _lock = threading.Lock()
 _models = None
@@ -439,8 +453,27 @@ def features(argv=None, *, cwd=None, timeout=None, warm=True, **kwargs):
     return values
 
 
-def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, **kwargs):
+def input_numbers(argv=None, *, cwd=None, input_files=None, **kwargs):
+    """The input descriptors the models may use: numbers on the command line (or in the keyword
+    arguments) and the sizes of the input files (``input_files``; by default the arguments that name
+    existing files, relative to ``cwd``)."""
+    from . import _descriptors
+
+    try:
+        descriptor = _descriptors.describe_input(list(argv or ()), kwargs if ENTRY_KIND == "callable" else None,
+                                                 files=input_files, cwd=cwd)
+    except OSError as exc:
+        raise PredictionError(f"cannot read an input file: {exc}") from None
+    return _descriptors.prefixed_numbers(descriptor)
+
+
+def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, interval=False,
+            input_files=None, **kwargs):
     """Estimates of every modelled metric for one input: {metric: value}.
+
+    With ``interval=True`` each metric maps to {"estimate", "low", "high", "level"}: the estimate and
+    the prediction interval (p10-p90 by default) measured from the build's cross-validated errors;
+    ``low``/``high`` are None for a model without one.
 
     A feature value far outside what training saw (below half its minimum, or beyond its maximum by
     more than the training range; see check_range) raises PredictionError unless ``extrapolate`` is
@@ -449,17 +482,52 @@ def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, 
 
     models = _load_models()
     values = features(argv, cwd=cwd, timeout=timeout, warm=warm, **kwargs)
+    if INPUTS:
+        values = {**values, **input_numbers(argv, cwd=cwd, input_files=input_files, **kwargs)}
     if not extrapolate:
         for model in models.values():
             check_range(model, values)
-    return {metric: _model.predict(model, values) for metric, model in models.items()}
+    estimates = {metric: _model.predict(model, values) for metric, model in models.items()}
+    for metric, model in models.items():
+        if model.get("work"):  # CPU seconds of the build machine, scaled to this one (mantispy calibrate)
+            estimates[metric] *= seconds_per_unit()
+    if not interval:
+        return estimates
+    result = {}
+    for metric, estimate in estimates.items():
+        band = _model.interval(models[metric], estimate)
+        level = (models[metric].get("interval") or {}).get("level")
+        result[metric] = {"estimate": estimate, "low": band[0] if band else None,
+                          "high": band[1] if band else None, "level": level}
+    return result
+
+
+def seconds_per_unit():
+    """This machine's CPU seconds per second of work_s on the build machine: 1 unless calibration.json
+    (written by mantispy calibrate) says otherwise."""
+    path = os.path.join(HERE, "calibration.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            factor = json.load(handle)["seconds_per_unit"]
+    except FileNotFoundError:
+        return 1.0
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PredictionError(f"{path}: unreadable ({exc}); run mantispy calibrate again or delete it") from None
+    if not isinstance(factor, (int, float)) or not 0 < factor < 1e6:
+        raise PredictionError(f"{path}: seconds_per_unit must be a positive number; run mantispy calibrate again")
+    return float(factor)
 
 
 def check_range(model, values):
     """Raise PredictionError when a feature the model uses lies far outside its training range."""
+    import math
+
+    log_form = model.get("form") == "log"
     for feature, bounds in model["scaling"].items():
         low, high = float(bounds["min"]), float(bounds["max"])
         value = float(values.get(feature, 0.0))
+        if log_form:  # the bounds are those of log(1 + value)
+            low, high = (math.copysign(math.expm1(abs(b)), b) for b in (low, high))
         spread = high - low
         floor = low / 2 if low > 0 else low - spread
         ceiling = high + max(spread, abs(high))

@@ -27,6 +27,7 @@ from typing import Any
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec
 from mantispy.instrument.manifest import Manifest, manifest_path
 from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
+from mantispy.measurement import CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, run_context
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
 
 STDERR_TAIL = 4000
@@ -63,6 +64,7 @@ def execute(task: RunTask) -> RunRecord:
             env[PEAK_ENV] = str(peak_file)
         stderr_path = Path(tmp) / "stderr"
         started = time.time()
+        before = MachineSnapshot.now()
         timed_out = threading.Event()
         with open(stderr_path, "wb") as stderr:
             try:
@@ -86,6 +88,7 @@ def execute(task: RunTask) -> RunRecord:
                 wall = time.perf_counter() - t0
                 peak_kb = sampler.stop()
                 _, status, usage = os.wait4(proc.pid, 0)
+                after = MachineSnapshot.now()
             finally:
                 timer.cancel()
                 sampler.stop()
@@ -108,7 +111,8 @@ def execute(task: RunTask) -> RunRecord:
         tail += f"\nmantispy: killed after the {task.timeout:g} s timeout"
     else:
         state = "ok" if proc.returncode == 0 else "failed"
-    metrics = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_kb": float(peak_kb)}
+    cpu = usage.ru_utime + usage.ru_stime
+    metrics = {"wall_s": wall, "cpu_s": cpu, "max_rss_kb": float(peak_kb), **run_context(before, after, cpu)}
     return RunRecord(task.input_id, task.repeat, task.variant, state, proc.returncode, metrics, features,
                      stderr_tail=tail, host=socket.gethostname(), started=started, finished=time.time())
 
@@ -194,26 +198,63 @@ def make_task(spec: CampaignSpec, record, repeat: int, variant: str, root: Path)
 
 
 def plan(spec: CampaignSpec, done: set[tuple[str, int, str]]) -> list[RunTask]:
-    """The instrumented runs of the campaign not yet stored."""
-    return [
+    """The runs of the campaign not yet stored, interleaved and shuffled (seeded by ``order_seed``).
+
+    Every (input, repeat) runs instrumented (features). With ``calibration_runs = "all"`` every input
+    also runs uninstrumented ``original_repeats`` times (metrics). Instrumented and original runs are
+    mixed in one random order, so a burst of machine load spreads over many inputs instead of landing
+    on one block of them.
+    """
+    tasks = [
         make_task(spec, record, repeat, INSTRUMENTED, spec.build)
         for record in spec.inputs
         for repeat in range(spec.repeats)
         if (record.id, repeat, INSTRUMENTED) not in done
     ]
+    if spec.calibration_runs == CALIBRATE_ALL:
+        tasks += [
+            make_task(spec, record, repeat, ORIGINAL, spec.source_root)
+            for record in spec.inputs
+            for repeat in range(spec.original_repeats)
+            if (record.id, repeat, ORIGINAL) not in done
+        ]
+    return shuffled(tasks, spec.order_seed)
+
+
+def shuffled(tasks: list[RunTask], seed: int) -> list[RunTask]:
+    """``tasks`` in a random order that depends only on ``seed`` and the tasks themselves."""
+    import random
+
+    ordered = sorted(tasks, key=lambda t: (t.input_id, t.variant, t.repeat))
+    random.Random(seed).shuffle(ordered)
+    return ordered
+
+
+def plan_reruns(spec: CampaignSpec, store: RunStore, campaign: Campaign) -> list[RunTask]:
+    """Extra uninstrumented runs (``rerun_repeats`` each, once) of the inputs whose repeats disagree by
+    more than ``rerun_threshold`` ((max - min) / median of CPU time), shuffled."""
+    if spec.calibration_runs != CALIBRATE_ALL or spec.original_repeats < 2 or spec.rerun_repeats < 1:
+        return []
+    runs = store.runs(campaign)
+    done = {(r["input_id"], r["repeat"], r["variant"]) for r in runs}
+    records = {r.id: r for r in spec.inputs}
+    tasks = [
+        make_task(spec, records[iid], repeat, ORIGINAL, spec.source_root)
+        for iid in inputs_to_rerun(runs, spec.rerun_threshold, spec.original_repeats)
+        if iid in records
+        for repeat in range(spec.original_repeats, spec.original_repeats + spec.rerun_repeats)
+        if (iid, repeat, ORIGINAL) not in done
+    ]
+    return shuffled(tasks, spec.order_seed + 1)
 
 
 def plan_calibration(spec: CampaignSpec, store: RunStore, campaign: Campaign) -> list[RunTask]:
     """Uninstrumented runs of up to ``calibration_runs`` inputs that ran fine instrumented, spread over
     the range of their CPU times (cheapest, most expensive and between), skipping those already run."""
+    if spec.calibration_runs == CALIBRATE_ALL:  # planned with the instrumented runs (see plan)
+        return []
     runs = store.runs(campaign)
     records = {r.id: r for r in spec.inputs}
-    if spec.calibration_runs == CALIBRATE_ALL:
-        have_runs = {(r["input_id"], r["repeat"]) for r in runs if r["variant"] == ORIGINAL}
-        return [make_task(spec, records[r["input_id"]], r["repeat"], ORIGINAL, spec.source_root)
-                for r in sorted(runs, key=lambda r: (r["input_id"], r["repeat"]))
-                if r["variant"] == INSTRUMENTED and r["status"] == "ok" and r["input_id"] in records
-                and (r["input_id"], r["repeat"]) not in have_runs]
     have = {r["input_id"] for r in runs if r["variant"] == ORIGINAL}
     ok = sorted(
         ((r["metrics"].get("cpu_s", 0.0), r["input_id"]) for r in runs
@@ -228,7 +269,8 @@ def plan_calibration(spec: CampaignSpec, store: RunStore, campaign: Campaign) ->
     else:
         step = (len(candidates) - 1) / max(wanted - 1, 1)
         chosen = sorted({candidates[round(i * step)] for i in range(wanted)})
-    return [make_task(spec, records[iid], 0, ORIGINAL, spec.source_root) for iid in chosen if iid in records]
+    return shuffled([make_task(spec, records[iid], 0, ORIGINAL, spec.source_root) for iid in chosen if iid in records],
+                    spec.order_seed)
 
 
 def run_tasks(tasks: list[RunTask], jobs: int = 1, cluster: str | None = None) -> Iterator[RunRecord]:
@@ -278,18 +320,28 @@ class Summary:
 
 
 def calibration_summary(store: RunStore, campaign: Campaign) -> dict[str, Any] | None:
-    """Instrumentation overhead from inputs run both ways: CPU-time ratio per input, and the median."""
-    runs = [r for r in store.runs(campaign) if r["status"] == "ok" and r["repeat"] == 0]
-    original = {r["input_id"]: r["metrics"].get("cpu_s") for r in runs if r["variant"] == ORIGINAL}
-    instrumented = {r["input_id"]: r["metrics"].get("cpu_s") for r in runs if r["variant"] == INSTRUMENTED}
-    per_input = {
-        iid: instrumented[iid] / original[iid] - 1
-        for iid in original
-        if iid in instrumented and original[iid] and instrumented[iid] is not None
-    }
-    if not per_input:
+    """Instrumentation overhead from inputs run both ways (CPU-time ratio of the medians of each
+    variant's runs, per input, and the median over inputs) and the campaign's noise floor."""
+    runs = store.runs(campaign)
+    original = _median_metric(runs, ORIGINAL, "cpu_s")
+    instrumented = _median_metric(runs, INSTRUMENTED, "cpu_s")
+    per_input = {iid: instrumented[iid] / original[iid] - 1 for iid in original if iid in instrumented and original[iid]}
+    noise = noise_floor(runs)
+    if not per_input and not noise:
         return None
-    return {"metric": "cpu_s", "per_input": per_input, "median_overhead": statistics.median(per_input.values())}
+    summary: dict[str, Any] = {"metric": "cpu_s", "per_input": per_input,
+                               "median_overhead": statistics.median(per_input.values()) if per_input else None}
+    if noise:
+        summary["noise"] = noise
+    return summary
+
+
+def _median_metric(runs: list[dict[str, Any]], variant: str, metric: str) -> dict[str, float]:
+    values: dict[str, list[float]] = {}
+    for run in runs:
+        if run["variant"] == variant and run["status"] == "ok" and run["metrics"].get(metric) is not None:
+            values.setdefault(run["input_id"], []).append(run["metrics"][metric])
+    return {iid: statistics.median(v) for iid, v in values.items()}
 
 
 def profile(
@@ -324,11 +376,11 @@ def profile(
     store.add_inputs(campaign, descriptors)
     tasks = plan(spec, done)
     summary = Summary(spec.name, planned=len(tasks), skipped=len(done))
-    on_start(len(tasks) + (len(tasks) if spec.calibration_runs == CALIBRATE_ALL else max(spec.calibration_runs, 0)))
+    on_start(len(tasks) + (0 if spec.calibration_runs == CALIBRATE_ALL else max(spec.calibration_runs, 0)))
 
     def execute_all(batch: list[RunTask]) -> None:
         for record in run_tasks(batch, jobs, cluster):
-            record.metrics = {k: v for k, v in record.metrics.items() if k in spec.metrics}
+            record.metrics = {k: v for k, v in record.metrics.items() if k in spec.metrics or k in CONTEXT_METRICS}
             store.add_run(campaign, record)
             summary.executed += 1
             summary.by_status[record.status] = summary.by_status.get(record.status, 0) + 1
@@ -339,6 +391,13 @@ def profile(
     summary.planned += len(calibration)
     on_start(len(tasks) + len(calibration))
     execute_all(calibration)
+    reruns = plan_reruns(spec, store, campaign)
+    if reruns:
+        log(f"{len({t.input_id for t in reruns})} input(s) whose repeats disagree by more than "
+            f"{spec.rerun_threshold:.0%}: {len(reruns)} more uninstrumented run(s)")
+        summary.planned += len(reruns)
+        on_start(len(tasks) + len(calibration) + len(reruns))
+        execute_all(reruns)
     overhead = calibration_summary(store, campaign)
     if overhead is not None:
         store.set_campaign_json(campaign, "calibration_json", overhead)

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from mantispy.runtime.descriptors import input_numbers
+
 SCHEMA_VERSION = 1
 DEFAULT_STORE = "mantis.db"
 STATUSES = ("ok", "failed", "timeout", "error")
@@ -375,8 +377,9 @@ class RunStore:
         Feature columns are named by feature id and hold 0 where a run did not record the feature.
         Metric columns are prefixed ``metric:``; input descriptor numbers are ``input:`` columns (the
         black-box baseline's view). ``metrics_from="original"`` takes the metrics of each run from the
-        uninstrumented run of the same input and repeat (``calibration_runs = "all"``), dropping runs
-        that have none: features from the instrumented program, costs of the original one.
+        uninstrumented runs of the same input (``calibration_runs = "all"``): per metric, the median
+        over its successful repeats; runs whose input has none are dropped. Features from the
+        instrumented program, costs of the original one.
         """
         import pandas as pd
 
@@ -387,10 +390,8 @@ class RunStore:
             campaign = found
         rows = [r for r in self.runs(campaign, variant) if status is None or r["status"] == status]
         if metrics_from is not None and metrics_from != variant:
-            source = {(r["input_id"], r["repeat"]): r["metrics"] for r in self.runs(campaign, metrics_from)
-                      if r["status"] == "ok"}
-            rows = [dict(r, metrics=source[(r["input_id"], r["repeat"])]) for r in rows
-                    if (r["input_id"], r["repeat"]) in source]
+            source = median_metrics(r for r in self.runs(campaign, metrics_from) if r["status"] == "ok")
+            rows = [dict(r, metrics=source[r["input_id"]]) for r in rows if r["input_id"] in source]
         descriptors = self.inputs(campaign)
         base = pd.DataFrame(
             [
@@ -424,62 +425,12 @@ class RunStore:
         return pd.concat([base, feats], axis=1)
 
 
-def input_numbers(descriptor: dict[str, Any]) -> dict[str, float]:
-    """The numbers visible in an input descriptor: what a black-box model knows about an input (the
-    paper's baseline), named so that the same knob gets the same column across inputs.
+def median_metrics(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """{input id: {metric: median over the rows of that input}} from run rows."""
+    import statistics
 
-    * argv: a number after an option is named by the option (``argv[--repeat]``), a lone number by its
-      position (``argv[0]``); an option without a value is 1 when present (``argv[--reindent]``), and an
-      option with a short word value is one-hot (``argv[--mode=parse]``);
-    * kwargs: numbers by key (``kwargs.scale``), the length of strings and containers (``len(kwargs.items)``);
-    * input files, by their position in the input's file list, not their name (``size(files[0])``), and
-      their total (``size(files)``).
-    """
-    numbers: dict[str, float] = {}
-    argv = [str(a) for a in (descriptor.get("argv", []) or [])]
-    for n, arg in enumerate(argv):
-        value = _number(arg)
-        previous = argv[n - 1] if n else None
-        if value is not None:
-            named = previous is not None and _is_option(previous)
-            numbers[f"argv[{previous}]" if named else f"argv[{n}]"] = value
-        elif _is_option(arg):
-            follower = argv[n + 1] if n + 1 < len(argv) else None
-            if follower is None or (_number(follower) is None and not _is_word(follower)):
-                numbers[f"argv[{arg}]"] = 1.0  # a flag (what follows, if anything, is an option or a path)
-        elif previous is not None and _is_option(previous) and _is_word(arg):
-            numbers[f"argv[{previous}={arg}]"] = 1.0
-    for key, arg in (descriptor.get("kwargs", {}) or {}).items():
-        value = _number(arg)
-        if value is not None:
-            numbers[f"kwargs.{key}"] = value
-        elif isinstance(arg, (str, list, tuple, dict)):
-            numbers[f"len(kwargs.{key})"] = float(len(arg))
-    sizes = [float(size) for size in (descriptor.get("file_sizes", {}) or {}).values()]
-    for n, size in enumerate(sizes):
-        numbers[f"size(files[{n}])"] = size
-    if len(sizes) > 1:
-        numbers["size(files)"] = sum(sizes)
-    return numbers
-
-
-def _is_option(arg: str) -> bool:
-    return arg.startswith("-") and len(arg) > 1 and _number(arg) is None
-
-
-def _is_word(arg: str) -> bool:
-    """A short choice value (``parse``, ``upper``): not an option, a number or a path."""
-    return 0 < len(arg) <= 24 and not _is_option(arg) and _number(arg) is None and not any(c in arg for c in "/.\\")
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    values: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        for name, value in row["metrics"].items():
+            values.setdefault(row["input_id"], {}).setdefault(name, []).append(value)
+    return {iid: {name: statistics.median(v) for name, v in metrics.items()} for iid, metrics in values.items()}

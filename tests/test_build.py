@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from mantispy.build import BuildOptions, build
-from mantispy.cli_build import load_predictor
+from mantispy.cli_build import load_predictor, print_validation
+from mantispy.modeling import artefact
 
 HERE = Path(__file__).resolve().parent
 PROGRAM = HERE / "programs" / "batchjob"
@@ -34,8 +35,10 @@ def built(tmp_path_factory):
     logs: list[str] = []
     # The job runs ~0.1-0.3 s: an evaluator's floor (interpreter start-up aside) is ~10-20 ms of
     # harness, imports and argument parsing, so the test allows 30 % instead of the default 5 %.
+    # Input descriptors (argv numbers) would explain this job as well as its parsed arguments do, and win
+    # the tie: these tests judge the program features' evaluators, so the models may not use them.
     options = BuildOptions(spec=root / "batchjob" / "campaign.toml", out=out, max_cost=0.3, train_fraction=0.5,
-                           jobs=2, work=root / "work")
+                           jobs=2, work=root / "work", inputs=False)
     record = build(options, log=logs.append)
     return root, out, record, logs, options
 
@@ -47,7 +50,7 @@ def test_build_writes_a_complete_predictor_package(built):
         assert (out / name).is_file(), name
     for path in out.rglob("*.py"):
         assert not re.search(r"^\s*(import|from)\s+mantispy", path.read_text(), re.M), path
-    assert set(record["metrics"]) == {"wall_s", "cpu_s", "max_rss_kb"}
+    assert set(record["metrics"]) == {"wall_s", "cpu_s", "work_s", "max_rss_kb"}
     assert json.loads((out / "build.json").read_text())["build_id"] == record["build_id"]
     readme = (out / "README.md").read_text()
     assert "Accuracy on held-out inputs" in readme and "Cost-loop rounds" in readme
@@ -94,7 +97,8 @@ def test_predict_from_python_from_threads_and_from_the_cli(built):
     module = load_predictor(out)
     argv = ["--size", "80", "--queries", "12", "--mode", "scan"]
     first = module.predict(argv, cwd=root / "batchjob")
-    assert set(first) == {"wall_s", "cpu_s", "max_rss_kb"} and all(v > 0 for v in first.values())
+    assert set(first) == set(record["metrics"]) >= {"wall_s", "cpu_s", "max_rss_kb"}
+    assert all(v > 0 for v in first.values())
     results, errors = [], []
 
     def call() -> None:
@@ -120,7 +124,13 @@ def test_predict_from_python_from_threads_and_from_the_cli(built):
     proc = subprocess.run([*CLI, "predict", str(out), "--json", "--", *argv], cwd=root / "batchjob",
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == pytest.approx(first)
+    printed = json.loads(proc.stdout)  # the estimate and its interval, per metric
+    assert {m: v["estimate"] for m, v in printed.items()} == pytest.approx(first)
+    for metric, found in printed.items():
+        if found["low"] is not None:
+            assert found["low"] <= found["estimate"] <= found["high"] and found["level"] == [0.1, 0.9]
+    banded = module.predict(argv, cwd=root / "batchjob", interval=True)
+    assert {m: v["estimate"] for m, v in banded.items()} == pytest.approx(first)
 
 
 def test_predict_refuses_bad_input_and_mixed_builds(built, tmp_path):
@@ -181,19 +191,25 @@ def test_build_errors_are_one_line(tmp_path):
     assert not spec.exists()
 
 
-def test_when_every_evaluator_is_too_costly_the_models_are_constants(built, tmp_path):
+def test_when_every_evaluator_is_too_costly_the_models_are_constants(built, tmp_path, capsys):
     root, _, _, _, options = built
     from dataclasses import replace
 
     logs: list[str] = []
-    record = build(replace(options, out=tmp_path / "constant", max_cost=1e-6, lookahead=5), log=logs.append)
-    for data in record["metrics"].values():
-        assert data["model"]["terms"] == [] and data["model"]["method"] == "constant"
+    record = build(replace(options, out=tmp_path / "constant", max_cost=1e-6, lookahead=5, inputs=True), log=logs.append)
+    for data in record["metrics"].values():  # a constant, or what the black box sees (always cheap)
+        model = data["model"]
+        assert model["method"] == "constant" or all(f.startswith("input:") for f in model["scaling"])
         assert data["validation"]["n"] == 12
-    assert record["features"] == [] and record["evaluator"]["features"] == []
+    assert all(f["id"].startswith("input:") for f in record["features"]) and record["evaluator"]["features"] == []
     module = load_predictor(tmp_path / "constant")
-    estimate = module.predict(["--size", "50"], cwd=root / "batchjob")
-    assert estimate == {m: d["model"]["intercept"] for m, d in record["metrics"].items()}
+    argv = ["--size", "50", "--queries", "12", "--mode", "scan"]
+    estimate = module.predict(argv, cwd=root / "batchjob", extrapolate=True)
+    numbers = module.input_numbers(argv, cwd=root / "batchjob")
+    assert estimate == pytest.approx({m: artefact.predict(d["model"], numbers) for m, d in record["metrics"].items()})
+    print_validation(record)  # the closing table of a build without an evaluator (it once raised TypeError)
+    said = capsys.readouterr().out
+    assert "evaluator: none" in said and "noise floor" in said
 
 
 def test_a_cheap_evaluator_is_checked_on_every_training_input(built, tmp_path, monkeypatch):

@@ -108,7 +108,8 @@ def test_fit_campaign_reports_errors_sensitivity_and_blackbox(tmp_path):
     path = evaluation["lambda_path"]
     assert sum(row["chosen"] for row in path) == 1
     assert path[0]["terms"] <= path[-1]["terms"]  # larger lambda, fewer terms
-    assert training["collapsed_duplicates"] == 2 and training["constant_features"] == 1
+    # A's branch twin and mirror, and the input descriptor argv[0] (which is A): aliases of A
+    assert training["collapsed_duplicates"] == 3 and training["constant_features"] == 1
 
 
 def test_split_is_by_input_and_deterministic():
@@ -123,7 +124,6 @@ def test_split_is_by_input_and_deterministic():
     [
         (20, False, {"train_fraction": 0.1}, "need at least 4 training inputs"),
         (60, False, {"metric": "energy"}, "metric 'energy' is not in the store"),
-        (60, True, {"train_fraction": 0.2}, "every feature is constant"),
     ],
 )
 def test_bad_requests_explain_what_to_do(tmp_path, inputs, constant, request_kwargs, message):
@@ -131,6 +131,16 @@ def test_bad_requests_explain_what_to_do(tmp_path, inputs, constant, request_kwa
     synthetic_store(db, inputs, constant)
     with RunStore(db) as store, pytest.raises(ModelingError, match=message):
         fit_campaign(store, None, FitRequest(**request_kwargs))
+
+
+def test_when_nothing_explains_the_metric_the_model_is_an_announced_constant(tmp_path):
+    db = tmp_path / "s.db"
+    synthetic_store(db, 60, constant=True)  # every program feature constant
+    with RunStore(db) as store:
+        model = fit_campaign(store, None, FitRequest(train_fraction=0.2, inputs=False, sensitivity=False))
+    assert model["method"] == "constant" and model["terms"] == []
+    assert model["selection"]["chosen"] == "constant"
+    assert model["training"]["constant"] == model["selection"]["reason"]
 
 
 MEMORY_HOG = """
@@ -175,7 +185,8 @@ def test_fit_and_show_through_the_cli_on_a_real_campaign(tmp_path):
     db = tmp_path / "m.db"
     run = lambda *a: subprocess.run([*MANTISPY, *map(str, a)], capture_output=True, text=True, timeout=600)  # noqa: E731
     assert run("profile", tmp_path / "spec.toml", "--store", db).returncode == 0
-    fitted = run("fit", "--store", db, "--metric", "rss", "--train-fraction", "0.5", "-o", tmp_path / "model.json")
+    fitted = run("fit", "--store", db, "--metric", "rss", "--train-fraction", "0.5", "--no-input-features",
+                 "-o", tmp_path / "model.json")
     assert fitted.returncode == 0, fitted.stderr
     model = json.loads((tmp_path / "model.json").read_text())
     assert model["metric"] == "max_rss_kb"

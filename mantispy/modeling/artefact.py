@@ -4,14 +4,19 @@ A model is a polynomial over scaled features::
 
     metric ~= intercept + sum_t coefficient_t * prod_f ((x_f - min_f) / (max_f - min_f)) ** power_tf
 
+or, in the multiplicative ``"form": "log"``, the exponential of that polynomial taken over
+g(x_f) = sign(x_f) * log(1 + |x_f|) (min and max are then those of g(x_f)). An estimate is never below
+``floor`` (a tenth of the smallest training value): a negative time or size is no estimate.
+
 ``predict`` below needs nothing but the standard library, so a predictor module can evaluate the JSON
 without importing mantispy, numpy or scikit-learn. Layout::
 
-    {"format": "mantispy-model", "version": 1, "metric": "wall_s", "method": "lasso", "degree": 3,
-     "intercept": 0.1, "terms": [{"coefficient": 1.8, "factors": [{"feature": ID, "power": 1}, ...]}],
+    {"format": "mantispy-model", "version": 2, "metric": "wall_s", "method": "lasso", "degree": 3,
+     "form": "polynomial" or "log", "floor": 0.001, "intercept": 0.1, "terms": [{"coefficient": 1.8, "factors": [{"feature": ID, "power": 1}, ...]}],
      "scaling": {ID: {"min": 0.0, "max": 100.0}},          # every feature the terms use
      "aliases": {ID: [[OTHER_ID, 1 or -1], ...]},          # perfectly correlated stand-ins
      "features": {ID: {"kind", "file", "line", "qualname", "snippet", "detail"}},
+     "interval": {"level": [0.1, 0.9], "low": 0.8, "high": 1.3, ...},   # estimate x low .. estimate x high
      "training": {...},                                    # data, split and fit settings
      "evaluation": {...}}                                  # held-out errors, lambda path, sizes, baseline
 """
@@ -23,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 MODEL_FORMAT = "mantispy-model"
-MODEL_VERSION = 1
+MODEL_VERSION = 2
 
 
 class ModelFileError(Exception):
@@ -40,6 +45,7 @@ def from_estimator(est, metric: str) -> dict[str, Any]:
         "metric": metric,
         "method": est.method,
         "degree": est.degree,
+        "form": est.form,
         "intercept": est.intercept_,
         "terms": [
             {"coefficient": float(c), "factors": [{"feature": f, "power": p} for f, p in term]}
@@ -54,16 +60,32 @@ def from_estimator(est, metric: str) -> dict[str, Any]:
 
 def predict(model: dict[str, Any], features: dict[str, float]) -> float:
     """Evaluate a model on one run's features (absent features count as 0). Standard library only."""
+    import math
+
+    log_form = model.get("form", "polynomial") == "log"
     total = float(model["intercept"])
     scaling = model["scaling"]
     for term in model["terms"]:
         value = float(term["coefficient"])
         for factor in term["factors"]:
             bounds = scaling[factor["feature"]]
-            x = (float(features.get(factor["feature"], 0.0)) - bounds["min"]) / (bounds["max"] - bounds["min"])
+            raw = float(features.get(factor["feature"], 0.0))
+            if log_form:
+                raw = math.copysign(math.log1p(abs(raw)), raw)
+            x = (raw - bounds["min"]) / (bounds["max"] - bounds["min"])
             value *= x ** factor["power"]
         total += value
-    return total
+    if log_form:
+        total = math.exp(min(total, 700.0))
+    return max(total, float(model.get("floor", -math.inf)))
+
+
+def interval(model: dict[str, Any], estimate: float) -> tuple[float, float] | None:
+    """The (low, high) prediction interval around ``estimate`` (None if the model has none)."""
+    band = model.get("interval")
+    if not band:
+        return None
+    return estimate * float(band["low"]), estimate * float(band["high"])
 
 
 def model_features(model: dict[str, Any]) -> list[str]:
@@ -91,6 +113,8 @@ def load(path: Path) -> dict[str, Any]:
         raise ModelFileError(f"{path}: not JSON; give a model written by mantispy fit") from None
     if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
         raise ModelFileError(f"{path}: not a mantispy model; give a model written by mantispy fit")
+    if model.get("form", "polynomial") not in ("polynomial", "log"):
+        raise ModelFileError(f"{path}: unknown model form {model.get('form')!r}; upgrade mantispy or refit")
     if int(model.get("version", 0)) > MODEL_VERSION:
         raise ModelFileError(f"{path}: model format {model['version']} is newer than this mantispy; upgrade it")
     return model
@@ -116,10 +140,17 @@ def describe_features(model: dict[str, Any], manifest: dict[str, Any] | None) ->
     return found
 
 
+def variable_names(model: dict[str, Any]) -> dict[str, str]:
+    """{feature id: its name in :func:`polynomial_text`}: x1, x2 ... (g1, g2 ... in the log form)."""
+    letter = "g" if model.get("form") == "log" else "x"
+    return {f: f"{letter}{n}" for n, f in enumerate(model_features(model), 1)}
+
+
 def polynomial_text(model: dict[str, Any]) -> list[str]:
     """The model as lines of text: the formula with x1, x2 ... then what each x is."""
-    names = {f: f"x{n}" for n, f in enumerate(model_features(model), 1)}
-    lines = [f"{model['metric']} ~= {model['intercept']:.6g}"]
+    names = variable_names(model)
+    log_form = model.get("form") == "log"
+    lines = [f"{'log ' if log_form else ''}{model['metric']} ~= {model['intercept']:.6g}"]
     for term in sorted(model["terms"], key=lambda t: -abs(t["coefficient"])):
         product = " * ".join(names[f["feature"]] + (f"^{f['power']}" if f["power"] > 1 else "") for f in term["factors"])
         sign = "-" if term["coefficient"] < 0 else "+"

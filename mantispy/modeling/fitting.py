@@ -10,6 +10,7 @@ training on 5/10/20/40 % of the inputs (Fig. 6b/9b), and the same SPORE fitted o
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -18,10 +19,12 @@ import numpy as np
 
 from mantispy.store import RunStore, StoreError
 
-from . import artefact
-from .spore import ModelingError, SporeRegressor
+from mantispy.measurement import noise_floor
 
-METRIC_ALIASES = {"wall": "wall_s", "cpu": "cpu_s", "rss": "max_rss_kb", "memory": "max_rss_kb"}
+from . import artefact, selection, work
+from .spore import FORMS, ModelingError, SporeRegressor
+
+METRIC_ALIASES = {"wall": "wall_s", "cpu": "cpu_s", "rss": "max_rss_kb", "memory": "max_rss_kb", "work": "work_s"}
 TRAINING_SIZES = (0.05, 0.1, 0.2, 0.4)
 
 
@@ -37,12 +40,22 @@ class FitRequest:
     exclude: tuple[str, ...] = ()
     sensitivity: bool = True
     metrics_from: str = "instrumented"  # "original": metrics of the uninstrumented runs (calibration_runs = "all")
-    constant_fallback: bool = False  # no usable feature: a constant model instead of an error (mantispy build)
+    constant_fallback: bool = False  # kept for callers; a constant now always competes (see selection)
+    form: str = "auto"  # "auto" (chosen by cross-validation), "polynomial" or "log"
+    inputs: bool = True  # the input descriptors (argv numbers, file sizes) are candidate features too
+    unusable_inputs: tuple[str, ...] = ()  # descriptor columns a predictor could not compute
+    folds: int = 5  # cross-validation folds of the form selection
+    levels: tuple[float, float] = selection.DEFAULT_LEVELS  # the prediction interval's quantile levels
 
 
 def resolve_metric(name: str) -> str:
     """``wall`` -> ``wall_s`` etc.; other names are taken as stored metric names."""
     return METRIC_ALIASES.get(name, name)
+
+
+def measured_metric(metric: str) -> str:
+    """The stored metric a model's estimates are compared with: CPU time for ``work_s``."""
+    return work.MEASURED if metric == work.WORK_METRIC else metric
 
 
 def split_inputs(input_ids: list[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
@@ -90,46 +103,97 @@ def _feature_columns(frame) -> list[str]:
     return [c for c in frame.columns if not c.startswith(("metric:", "input:")) and c not in ("input_id", "repeat", "status")]
 
 
-def _fit_eval(frame, columns, metric_col, train_ids, test_ids, request: FitRequest, **params):
+def _input_columns(frame) -> list[str]:
+    return [c for c in frame.columns if c.startswith("input:")]
+
+
+def _estimator(request: FitRequest, candidate: selection.Candidate) -> SporeRegressor:
+    return SporeRegressor(degree=candidate.degree, method=request.method, random_state=request.seed,
+                          exclude=request.exclude, form=candidate.form)
+
+
+def _fit_eval(frame, columns, metric_col, train_ids, test_ids, request: FitRequest,
+              candidate: selection.Candidate | None = None):
     train = frame[frame["input_id"].isin(train_ids)]
     test = frame[frame["input_id"].isin(test_ids)]
-    est = SporeRegressor(degree=request.degree, method=request.method, random_state=request.seed,
-                         exclude=request.exclude, **params)
+    candidate = candidate or selection.Candidate("program", "polynomial" if request.form == "auto" else request.form,
+                                                 request.degree)
+    est = _estimator(request, candidate)
     est.fit(train[columns], train[metric_col].to_numpy(), groups=train["input_id"].to_numpy())
     return est, train, test
 
 
+def _forms(request: FitRequest) -> list[tuple[str, int]]:
+    if request.form != "auto" and request.form not in FORMS:
+        raise ModelingError(f"unknown form {request.form!r}; choose auto, {', '.join(FORMS)}")
+    return selection.candidate_forms(request.form, request.degree)
+
+
+def _select(train, program_columns, input_columns, metric_col, request: FitRequest) -> selection.Selection:
+    y = train[metric_col].to_numpy(dtype=float)
+    return selection.select(train, program_columns, input_columns, y, train["input_id"].to_numpy(),
+                            _forms(request), lambda c: _estimator(request, c), folds=request.folds, seed=request.seed)
+
+
 def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest, log=lambda _m: None) -> dict[str, Any]:
-    """Fit, evaluate and describe a model; returns the model JSON (see :mod:`artefact`)."""
+    """Fit, evaluate and describe a model; returns the model JSON (see :mod:`artefact`).
+
+    The model's form (and whether it uses the program's features, only the input descriptors, or is a
+    constant) is chosen by cross-validation on the training inputs (:mod:`selection`)."""
     metric = resolve_metric(request.metric)
-    campaign, frame = _load(store, campaign_name, metric, request.metrics_from)
-    metric_col = f"metric:{metric}"
-    columns = _feature_columns(frame)
-    if not columns:
+    measured = measured_metric(metric)
+    campaign, frame = _load(store, campaign_name, measured, request.metrics_from)
+    metric_col, measured_col = f"metric:{metric}", f"metric:{measured}"
+    if not _feature_columns(frame):
         raise ModelingError("the runs recorded no features; was the program instrumented? (mantispy profile does that)")
-    inputs = frame["input_id"].tolist()
-    train_ids, test_ids = split_inputs(inputs, request.train_fraction, request.seed)
-    n_inputs = len(set(inputs))
+    excluded = set(request.exclude)
+    program_columns = [c for c in _feature_columns(frame) if c not in excluded]
+    all_inputs = _input_columns(frame)
+    inputs = [c for c in all_inputs if c not in excluded and c not in set(request.unusable_inputs)] if request.inputs else []
+    input_ids = frame["input_id"].tolist()
+    train_ids, test_ids = split_inputs(input_ids, request.train_fraction, request.seed)
+    n_inputs = len(set(input_ids))
     if len(train_ids) < 4 or not test_ids:
         need = int(np.ceil(4 / max(request.train_fraction, 1e-9)))
         raise ModelingError(
             f"{n_inputs} inputs give {len(train_ids)} for training at --train-fraction {request.train_fraction:g}; "
             f"need at least 4 training inputs and 1 held out: profile ~{need}+ inputs or raise --train-fraction"
         )
-    try:
-        est, train, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request)
-    except ModelingError:
-        if not request.constant_fallback:
-            raise
-        return _constant_model(campaign, frame, metric, metric_col, train_ids, test_ids, request, store)
-    model = artefact.from_estimator(est, metric)
-    y_test = test[metric_col].to_numpy()
+    weights = None
+    if metric == work.WORK_METRIC:
+        frame, weights = work.add_work(frame, campaign.manifest, train_ids)
+        if not (frame[metric_col] > 0).all():
+            raise ModelingError("the runs counted no loop iterations or calls to weigh; instrument loops and calls")
+    train = frame[frame["input_id"].isin(train_ids)]
+    test = frame[frame["input_id"].isin(test_ids)]
+    y_train = train[measured_col].to_numpy(dtype=float)  # what estimates are judged against
+    y_test = test[measured_col].to_numpy(dtype=float)
+    chosen_selection = _select(train, program_columns + inputs if program_columns else [], inputs, metric_col, request)
+    chosen = chosen_selection.chosen
+    assert chosen is not None
+    floor = float(y_train.min()) / 10
+    if chosen.candidate.view == "constant":
+        model = _constant_model(metric, train[metric_col].to_numpy(dtype=float))
+        est = None
+        predicted = np.full(len(y_test), model["intercept"])
+    else:
+        est, _, _ = _fit_eval(frame, chosen.columns, metric_col, train_ids, test_ids, request, chosen.candidate)
+        model = artefact.from_estimator(est, metric)
+        model["floor"] = floor
+        predicted = np.maximum(est.predict(test[chosen.columns]), floor)
+    model["selection"] = chosen_selection.to_json()
+    if weights is not None:
+        model["work"] = weights.to_json()
+    band = selection.interval(np.maximum(chosen.predictions, floor), y_train, request.levels)
+    if band is not None:
+        model["interval"] = band
     model["features"] = artefact.describe_features(model, campaign.manifest)
     model["training"] = {
         "store": str(store.path),
         "campaign": campaign.name,
         "source_hash": campaign.source_hash,
         "metric": metric,
+        "measured": measured,
         "metrics_from": request.metrics_from,
         "seed": request.seed,
         "train_fraction": request.train_fraction,
@@ -137,97 +201,100 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
         "test_inputs": test_ids,
         "n_train_runs": int(len(train)),
         "n_test_runs": int(len(test)),
-        "raw_features": len(columns),
-        "kept_features": len(est.prep_.columns),
-        "constant_features": len(est.prep_.constant),
-        "collapsed_duplicates": sum(len(v) for v in est.prep_.aliases.values()),
-        "screened": est.screened_,
+        "raw_features": len(_feature_columns(frame)),
+        "input_descriptors": inputs,
         "excluded": list(request.exclude),
-        "lambda": getattr(est, "alpha_", None),
-        "lambda_rule": est.lambda_rule,
-        "weighting": est.weighting,
-        "refit": est.refit,
+        "form": chosen.candidate.form if est is not None else "constant",
         "solver": "scikit-learn coordinate descent (LassoCV / lasso_path)",
     }
+    if est is not None:
+        model["training"].update({
+            "kept_features": len(est.prep_.columns),
+            "constant_features": len(est.prep_.constant),
+            "collapsed_duplicates": sum(len(v) for v in est.prep_.aliases.values()),
+            "screened": est.screened_,
+            "lambda": getattr(est, "alpha_", None),
+            "lambda_rule": est.lambda_rule,
+            "weighting": "none (log residuals are relative errors)" if est.form == "log" else est.weighting,
+            "refit": est.refit,
+        })
+    else:
+        model["training"]["constant"] = chosen_selection.reason
     evaluation: dict[str, Any] = {
-        "test": relative_errors(est.predict(test[columns]), y_test),
-        "train": relative_errors(est.predict(train[columns]), train[metric_col].to_numpy()),
+        "test": relative_errors(predicted, y_test),
+        "train": relative_errors(np.full(len(y_train), model["intercept"]) if est is None
+                                 else np.maximum(est.predict(train[chosen.columns]), floor), y_train),
+        "cv": {"median_rel_error": chosen.error},
         "test_predictions": [
             {"input_id": i, "actual": float(a), "predicted": float(p)}
-            for i, a, p in zip(test["input_id"], y_test, est.predict(test[columns]))
+            for i, a, p in zip(test["input_id"], y_test, predicted)
         ],
     }
-    log(f"fitted {len(model['terms'])} term(s) over {len(model['scaling'])} feature(s); "
+    if band is not None:
+        evaluation["test"]["interval_coverage"] = selection.coverage(
+            [(a, p * band["low"], p * band["high"]) for a, p in zip(y_test, predicted)])
+    noise = noise_floor(store.runs(campaign), variant=request.metrics_from, metrics=[measured]).get(measured)
+    if noise is not None:
+        evaluation["noise"] = noise
+    log(f"{chosen.candidate.label}: {len(model['terms'])} term(s) over {len(model['scaling'])} feature(s); "
         f"held-out median relative error {evaluation['test']['median_rel_error']:.1%}")
-    baseline = _blackbox(frame, metric_col, train_ids, test_ids, request)
-    evaluation["blackbox"] = baseline
-    if request.sensitivity:
+    evaluation["blackbox"] = _blackbox(frame, measured_col, train_ids, test_ids, request, chosen_selection,
+                                       reuse=sorted(inputs) == sorted(all_inputs) and measured == metric)
+    if request.sensitivity and est is not None:
         if request.method == "lasso":
-            evaluation["lambda_path"] = _lambda_path(est, train, test, columns, metric_col)
-        evaluation["training_sizes"] = _training_sizes(frame, columns, metric_col, request)
+            evaluation["lambda_path"] = _lambda_path(est, train, test, metric_col, measured_col)
+        evaluation["training_sizes"] = _training_sizes(frame, chosen.columns, metric_col, request, chosen.candidate,
+                                                       measured_col, campaign.manifest)
     model["evaluation"] = evaluation
     return model
 
 
-def _constant_model(campaign, frame, metric, metric_col, train_ids, test_ids, request: FitRequest,
-                    store: RunStore) -> dict[str, Any]:
-    """No usable feature is left (the cost loop rejected them all): the constant that minimises the
-    training runs' squared relative error, sum(1/y) / sum(1/y^2), evaluated like any model."""
-    train = frame[frame["input_id"].isin(train_ids)]
-    test = frame[frame["input_id"].isin(test_ids)]
-    y = train[metric_col].to_numpy(dtype=float)
-    constant = float(np.sum(1 / y) / np.sum(1 / y ** 2))
-    y_test = test[metric_col].to_numpy()
-    predicted = np.full(len(y_test), constant)
-    model = {"format": artefact.MODEL_FORMAT, "version": artefact.MODEL_VERSION, "metric": metric,
-             "method": "constant", "degree": 0, "intercept": constant, "terms": [], "scaling": {}, "aliases": {},
-             "features": {}}
-    model["training"] = {"store": str(store.path), "campaign": campaign.name, "source_hash": campaign.source_hash,
-                         "metric": metric, "metrics_from": request.metrics_from, "seed": request.seed,
-                         "train_fraction": request.train_fraction, "train_inputs": train_ids, "test_inputs": test_ids,
-                         "n_train_runs": int(len(train)), "n_test_runs": int(len(test)),
-                         "excluded": list(request.exclude), "constant": "no usable feature left"}
-    model["evaluation"] = {
-        "test": relative_errors(predicted, y_test),
-        "train": relative_errors(np.full(len(y), constant), y),
-        "test_predictions": [{"input_id": i, "actual": float(a), "predicted": constant}
-                             for i, a in zip(test["input_id"], y_test)],
-        "blackbox": _blackbox(frame, metric_col, train_ids, test_ids, request),
-    }
-    return model
+def _constant_model(metric: str, y_train: np.ndarray) -> dict[str, Any]:
+    """The constant that minimises the training runs' squared relative error, as a model."""
+    return {"format": artefact.MODEL_FORMAT, "version": artefact.MODEL_VERSION, "metric": metric,
+            "method": "constant", "degree": 0, "form": "polynomial", "intercept": selection.constant_value(y_train),
+            "terms": [], "scaling": {}, "aliases": {}, "features": {}}
 
 
-def _blackbox(frame, metric_col, train_ids, test_ids, request: FitRequest) -> dict[str, Any]:
-    columns = [c for c in frame.columns if c.startswith("input:")]
+def _blackbox(frame, metric_col, train_ids, test_ids, request: FitRequest, chosen: selection.Selection,
+              reuse: bool) -> dict[str, Any]:
+    """The black box: the best form (by the same cross-validation) on the input descriptors only."""
+    columns = _input_columns(frame)
     if not columns:
         return {"available": False, "reason": "the inputs carry no numbers (argv/kwargs) or file sizes"}
+    best = chosen.best("inputs") if reuse else None
+    if best is None:
+        train = frame[frame["input_id"].isin(train_ids)]
+        try:
+            best = _select(train, [], columns, metric_col, request).best("inputs")
+        except ModelingError as exc:
+            return {"available": False, "reason": str(exc)}
+    if best is None or math.isinf(best.error):
+        return {"available": False, "reason": best.problem if best is not None else "no input descriptor varies"}
     try:
-        est, train, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request)
+        est, train, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request, best.candidate)
     except ModelingError as exc:
         return {"available": False, "reason": str(exc)}
-    result = relative_errors(est.predict(test[columns]), test[metric_col].to_numpy())
+    floor = float(train[metric_col].min()) / 10
+    predicted = np.maximum(est.predict(test[columns]), floor)
+    result = relative_errors(predicted, test[metric_col].to_numpy())
     result.update({
         "available": True,
+        "form": best.candidate.label,
+        "cv_median_rel_error": best.error,
         "inputs_used": [f for term in est.term_features_ for f, _ in term],
-        "test_predictions": [float(p) for p in est.predict(test[columns])],
+        "test_predictions": [float(p) for p in predicted],
     })
     return result
 
 
-def _lambda_path(est, train, test, columns, metric_col) -> list[dict[str, Any]]:
+def _lambda_path(est, train, test, metric_col, measured_col) -> list[dict[str, Any]]:
     """Held-out error and model size along the final LASSO stage's lambda grid (no refit)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso
 
-    def terms(frame):
-        idx = {c: i for i, c in enumerate(est.prep_.columns)}
-        cols = [idx[c] for c in est.screened_]
-        raw = frame[est.screened_].to_numpy(dtype=float)
-        Z = (raw - est.prep_.minimum[cols]) / (est.prep_.maximum[cols] - est.prep_.minimum[cols])
-        return est.poly_.transform(Z)
-
-    A_train, A_test = terms(train), terms(test)
-    y_train, y_test = train[metric_col].to_numpy(), test[metric_col].to_numpy()
+    A_train, A_test = est.design(train), est.design(test)
+    y_train, y_test = train[metric_col].to_numpy(), test[measured_col].to_numpy()
     w = est._weights(y_train)
     rows = []
     alphas = est.lasso_alphas_
@@ -236,27 +303,30 @@ def _lambda_path(est, train, test, columns, metric_col) -> list[dict[str, Any]]:
     for alpha in grid:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            lasso = Lasso(alpha=float(alpha), max_iter=5000, tol=1e-5).fit(A_train, y_train, sample_weight=w)
-        errors = relative_errors(lasso.predict(A_test), y_test)
+            lasso = Lasso(alpha=float(alpha), max_iter=5000, tol=1e-5).fit(A_train, est.target(y_train), sample_weight=w)
+        errors = relative_errors(est.untarget(lasso.predict(A_test)), y_test)
         rows.append({"lambda": float(alpha), "terms": int(np.count_nonzero(lasso.coef_)), **errors,
                      "chosen": alpha == chosen})
     return rows
 
 
-def _training_sizes(frame, columns, metric_col, request: FitRequest) -> list[dict[str, Any]]:
+def _training_sizes(frame, columns, metric_col, request: FitRequest, candidate: selection.Candidate,
+                    measured_col: str, manifest) -> list[dict[str, Any]]:
     rows = []
     for fraction in TRAINING_SIZES:
         train_ids, test_ids = split_inputs(frame["input_id"].tolist(), fraction, request.seed)
+        if metric_col.endswith(work.WORK_METRIC) and len(train_ids) >= 4:
+            frame, _ = work.add_work(frame, manifest, train_ids)  # weights from this split's training part
         if len(train_ids) < 4 or not test_ids:
             rows.append({"fraction": fraction, "n_train_inputs": len(train_ids), "skipped": "fewer than 4 training inputs"})
             continue
         try:
-            est, _, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request)
+            est, _, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request, candidate)
         except ModelingError as exc:
             rows.append({"fraction": fraction, "n_train_inputs": len(train_ids), "skipped": str(exc)})
             continue
         rows.append({"fraction": fraction, "n_train_inputs": len(train_ids), "terms": len(est.coef_),
-                     **relative_errors(est.predict(test[columns]), test[metric_col].to_numpy())})
+                     **relative_errors(est.predict(test[columns]), test[measured_col].to_numpy())})
     return rows
 
 

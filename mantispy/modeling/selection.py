@@ -1,0 +1,201 @@
+"""Choosing a model's form by cross-validation on the training inputs, and its prediction interval.
+
+Program cost is mostly multiplicative (documents x queries x terms, tokens x nesting), which SPORE's
+additive polynomial fits badly, and it is mostly the relative error that users read. So several
+:class:`Candidate` models compete, each scored by the median relative error of its *out-of-fold*
+predictions (grouped k-fold over the training inputs: repeats of an input stay in one fold; every
+step of the fit, screening included, sees only its fold's training part):
+
+* ``constant``: one number for every input (the value minimising squared relative error);
+* the black box's view: the input descriptors only (numbers in argv / kwargs, input file sizes), in
+  each form;
+* the program's view: program features plus the input descriptors, in each form.
+
+The forms (:data:`mantispy.modeling.spore.FORMS`) are the additive polynomial of scaled features
+(degree as asked) and the multiplicative log form (degrees 1 and 2). The candidate with the smallest
+cross-validated error wins; on a tie the simpler view wins (constant, then inputs, then program), so a
+model worse than a constant, or worse than the black box, on cross-validation is never chosen.
+
+The chosen candidate's out-of-fold residuals also give its prediction interval: the quantiles of
+log(actual / predicted) at the interval's levels, with the finite-sample (conformal) rank
+ceil((n + 1) * level), as factors on the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .spore import ModelingError, SporeRegressor
+
+VIEWS = ("constant", "inputs", "program")
+DEFAULT_LEVELS = (0.1, 0.9)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One model the selection may choose: a view of the data and a form."""
+
+    view: str  # "constant", "inputs" or "program"
+    form: str = "polynomial"  # "polynomial" or "log" (ignored by the constant)
+    degree: int = 1
+
+    @property
+    def label(self) -> str:
+        """Short name for tables and logs: ``program log-2``, ``inputs polynomial-3``, ``constant``."""
+        return "constant" if self.view == "constant" else f"{self.view} {self.form}-{self.degree}"
+
+
+def candidate_forms(form: str, degree: int) -> list[tuple[str, int]]:
+    """(form, degree) pairs to try: ``auto`` tries the polynomial of ``degree`` and the log form of
+    degrees 1 and 2; a named form is tried at ``degree`` only."""
+    if form == "auto":
+        return [("polynomial", degree), ("log", 1), ("log", 2)]
+    return [(form, degree)]
+
+
+def constant_value(y: np.ndarray) -> float:
+    """The constant that minimises the squared relative error: sum(1/y) / sum(1/y^2)."""
+    y = np.asarray(y, dtype=float)
+    return float(np.sum(1 / y) / np.sum(1 / y**2))
+
+
+def relative_error(predicted: np.ndarray, actual: np.ndarray) -> np.ndarray:
+    """|predicted - actual| / actual, element-wise (nan predictions count as 100 %)."""
+    predicted = np.asarray(predicted, dtype=float)
+    actual = np.asarray(actual, dtype=float)
+    errors = np.abs(predicted - actual) / actual
+    return np.where(np.isnan(errors), 1.0, errors)
+
+
+def group_folds(groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Grouped k-fold splits (groups shuffled with ``seed``); fewer folds when there are few groups."""
+    unique = np.unique(groups)
+    folds = min(folds, len(unique))
+    if folds < 2:
+        raise ModelingError(f"{len(unique)} training inputs cannot be cross-validated; profile more inputs")
+    order = np.random.default_rng(seed).permutation(len(unique))
+    fold_of = {unique[i]: n % folds for n, i in enumerate(order)}
+    labels = np.array([fold_of[g] for g in groups])
+    return [(np.flatnonzero(labels != k), np.flatnonzero(labels == k)) for k in range(folds)]
+
+
+@dataclass
+class Scored:
+    """A candidate with its out-of-fold predictions and their median relative error."""
+
+    candidate: Candidate
+    columns: list[str]
+    predictions: np.ndarray
+    error: float
+    problem: str | None = None  # why a fold could not be fitted (the candidate then loses)
+
+    def row(self) -> dict[str, Any]:
+        """The selection table's row (model JSON)."""
+        row: dict[str, Any] = {"candidate": self.candidate.label, "view": self.candidate.view,
+                               "form": self.candidate.form, "degree": self.candidate.degree,
+                               "cv_median_rel_error": None if math.isinf(self.error) else self.error,
+                               "columns": len(self.columns)}
+        if self.problem:
+            row["problem"] = self.problem
+        return row
+
+
+@dataclass
+class Selection:
+    """The outcome: every candidate scored, the chosen one, and why."""
+
+    scored: list[Scored] = field(default_factory=list)
+    chosen: Scored | None = None
+    reason: str = ""
+
+    def best(self, view: str) -> Scored | None:
+        """The best-scoring candidate of one view."""
+        of_view = [s for s in self.scored if s.candidate.view == view]
+        return min(of_view, key=lambda s: s.error) if of_view else None
+
+    def to_json(self) -> dict[str, Any]:
+        """What the model JSON keeps of the selection."""
+        assert self.chosen is not None
+        return {"criterion": "median relative error of out-of-fold predictions (grouped k-fold over training inputs)",
+                "chosen": self.chosen.candidate.label, "reason": self.reason,
+                "candidates": [s.row() for s in self.scored]}
+
+
+EstimatorFactory = Callable[[Candidate], SporeRegressor]
+
+
+def score(candidate: Candidate, frame, columns: list[str], y: np.ndarray, groups: np.ndarray,
+          splits: Sequence[tuple[np.ndarray, np.ndarray]], make: EstimatorFactory) -> Scored:
+    """Out-of-fold predictions of one candidate, and their median relative error."""
+    predictions = np.full(len(y), np.nan)
+    for train, test in splits:
+        if candidate.view == "constant":
+            predictions[test] = constant_value(y[train])
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = make(candidate).fit(frame.iloc[train][columns], y[train], groups=groups[train])
+            predictions[test] = est.predict(frame.iloc[test][columns])
+        except ModelingError as exc:
+            return Scored(candidate, columns, predictions, math.inf, str(exc))
+    return Scored(candidate, columns, predictions, float(np.median(relative_error(predictions, y))))
+
+
+def select(frame, program_columns: list[str], input_columns: list[str], y: np.ndarray, groups: np.ndarray,
+           forms: list[tuple[str, int]], make: EstimatorFactory, folds: int = 5, seed: int = 0) -> Selection:
+    """Score the constant, the inputs' and the program's candidates; choose the best (ties: simplest)."""
+    splits = group_folds(groups, folds, seed)
+    selection = Selection()
+    selection.scored.append(score(Candidate("constant"), frame, [], y, groups, splits, make))
+    if input_columns:
+        for form, degree in forms:
+            selection.scored.append(score(Candidate("inputs", form, degree), frame, input_columns, y, groups, splits, make))
+    if program_columns:
+        for form, degree in forms:
+            selection.scored.append(score(Candidate("program", form, degree), frame, program_columns, y, groups,
+                                          splits, make))
+    rank = {view: n for n, view in enumerate(VIEWS)}
+    chosen = min(selection.scored, key=lambda s: (round(s.error, 12), rank[s.candidate.view]))
+    selection.chosen = chosen
+    best_program = selection.best("program")
+    best_inputs = selection.best("inputs")
+    if chosen.candidate.view == "constant" and (best_program or best_inputs):
+        selection.reason = "no model beat a constant on cross-validation"
+    elif chosen.candidate.view == "inputs" and best_program is not None:
+        selection.reason = (f"the input descriptors alone ({chosen.error:.1%}) did as well as the program's features "
+                            f"({best_program.error:.1%}) on cross-validation")
+    else:
+        selection.reason = f"smallest cross-validated error ({chosen.error:.1%})"
+    return selection
+
+
+def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, float] = DEFAULT_LEVELS) -> dict[str, Any] | None:
+    """Factors (low, high) such that [estimate x low, estimate x high] covers the actual value with the
+    levels' probability, from out-of-fold predictions; None with fewer than 4 usable predictions."""
+    predictions = np.asarray(predictions, dtype=float)
+    actual = np.asarray(actual, dtype=float)
+    usable = (predictions > 0) & np.isfinite(predictions) & (actual > 0)
+    ratios = np.sort(np.log(actual[usable] / predictions[usable]))
+    n = len(ratios)
+    if n < 4:
+        return None
+    lo_level, hi_level = levels
+    lo_rank = max(int(math.floor(lo_level * (n + 1))), 1)  # conformal ranks, 1-based
+    hi_rank = min(int(math.ceil(hi_level * (n + 1))), n)
+    return {"level": [lo_level, hi_level], "low": float(math.exp(ratios[lo_rank - 1])),
+            "high": float(math.exp(ratios[hi_rank - 1])), "n": n,
+            "method": "split-conformal quantiles of log(actual / predicted) over out-of-fold predictions"}
+
+
+def coverage(points: Sequence[tuple[float, float, float]]) -> float | None:
+    """Share of (actual, low, high) with low <= actual <= high; None for no points."""
+    if not points:
+        return None
+    return sum(1 for actual, low, high in points if low <= actual <= high) / len(points)

@@ -1,0 +1,70 @@
+"""Honest verdicts on a build's accuracy, in words: shared by ``mantispy build``'s table, the predictor
+package's README and the HTML report, so all three say the same.
+
+A verdict says when the model is a constant, when it uses only what the black box sees, when the black
+box is as good or better, when the error is at the campaign's noise floor (so no model can be judged
+more finely on this machine), and how often the prediction intervals held the actual value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mantispy.modeling.work import MEASURED as WORK_MEASURED
+from mantispy.modeling.work import WORK_METRIC
+
+NOISE_FACTOR = 1.5
+"""An error within this factor of the noise floor is "at the noise floor"."""
+
+MEASURED = {WORK_METRIC: WORK_MEASURED}
+
+
+def noise_of(record: dict[str, Any], metric: str) -> float | None:
+    """The campaign's noise floor for the stored metric a model is judged against (None if unknown)."""
+    noise = (record.get("campaign") or {}).get("noise") or {}
+    found = noise.get(MEASURED.get(metric, metric)) or {}
+    floor = found.get("floor")
+    return float(floor) if isinstance(floor, (int, float)) else None
+
+
+def metric_verdicts(record: dict[str, Any], metric: str) -> list[str]:
+    """Sentences about one metric's held-out accuracy."""
+    data = record["metrics"][metric]
+    model = data.get("model", {})
+    validation = data.get("validation", {})
+    error = validation.get("median_rel_error")
+    said: list[str] = []
+    if model.get("method") == "constant":
+        said.append(f"{metric}: the model is a constant ({model.get('intercept', 0):.4g}): nothing it may use beat a "
+                    "constant on cross-validation, so it says nothing about a particular input")
+    elif model.get("scaling") and all(f.startswith("input:") for f in model["scaling"]):
+        said.append(f"{metric}: the model uses only the input descriptors (what the black box sees), because they "
+                    "did as well as the program's cheap features on cross-validation")
+    box = validation.get("blackbox") or {}
+    if error is not None and box.get("available") and box.get("median_rel_error") is not None:
+        bb = box["median_rel_error"]
+        if bb <= error:
+            said.append(f"{metric}: the black box is as good or better ({bb:.1%} against the model's {error:.1%})")
+        elif bb < 2 * error:
+            said.append(f"{metric}: better than the black box ({error:.1%} against {bb:.1%}), but not twice as good")
+        else:
+            said.append(f"{metric}: {bb / max(error, 1e-12):.1f}x better than the black box ({error:.1%} against {bb:.1%})")
+    floor = noise_of(record, metric)
+    if error is not None and floor is not None:
+        if error <= NOISE_FACTOR * floor:
+            said.append(f"{metric}: the error ({error:.1%}) is at the noise floor ({floor:.1%}, the spread of repeated "
+                        "runs of one input): no model can be judged more finely on this machine")
+        else:
+            said.append(f"{metric}: the error ({error:.1%}) is {error / max(floor, 1e-12):.1f}x the noise floor "
+                        f"({floor:.1%})")
+    coverage = validation.get("interval_coverage")
+    level = validation.get("interval_level")
+    if coverage is not None and level:
+        said.append(f"{metric}: the p{level[0] * 100:.0f}-p{level[1] * 100:.0f} interval held the actual value on "
+                    f"{coverage:.0%} of held-out inputs (nominal {level[1] - level[0]:.0%})")
+    return said
+
+
+def build_verdicts(record: dict[str, Any]) -> list[str]:
+    """Every metric's sentences."""
+    return [line for metric in record.get("metrics", {}) for line in metric_verdicts(record, metric)]

@@ -1,0 +1,293 @@
+"""The accuracy machinery: the measurement protocol (interleaved, shuffled, repeated runs; the noise
+floor; re-runs of disagreeing inputs), model forms chosen by cross-validation, prediction intervals,
+the load-independent work target, and the honest verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mantispy import measurement
+from mantispy.build import ESTIMATE_FACTOR, estimate_limit
+from mantispy.campaign import CALIBRATE_ALL, SpecError, load_spec
+from mantispy.modeling import artefact, selection, work
+from mantispy.modeling.fitting import FitRequest, fit_campaign
+from mantispy.modeling.spore import SporeRegressor
+from mantispy.profiler import ORIGINAL, plan, plan_reruns
+from mantispy.store import RunRecord, RunStore
+from mantispy.verdicts import metric_verdicts
+
+
+def run(iid, variant, status="ok", **metrics):
+    return {"input_id": iid, "variant": variant, "status": status, "metrics": metrics}
+
+
+# ---------------------------------------------------------------- measurement protocol
+def test_noise_floor_is_the_median_relative_deviation_of_repeats():
+    runs = [run("a", "original", cpu_s=v) for v in (1.0, 1.1, 0.9)]  # deviations 0, .1, .1 -> median .1
+    runs += [run("b", "original", cpu_s=v) for v in (2.0, 2.0, 2.2)]  # 0, 0, .1 -> median 0
+    runs += [run("c", "original", cpu_s=5.0)]  # one run: says nothing about noise
+    runs += [run("a", "instrumented", cpu_s=9.0), run("b", "original", status="failed", cpu_s=50.0)]
+    floor = measurement.noise_floor(runs, metrics=["cpu_s"])["cpu_s"]
+    assert floor["inputs"] == 2
+    assert floor["floor"] == pytest.approx(0.05)
+    assert measurement.noise_floor(runs, metrics=["wall_s"]) == {}
+
+
+def test_inputs_whose_repeats_disagree_are_rerun_once():
+    runs = [run("steady", "original", cpu_s=v) for v in (1.0, 1.02, 0.99)]
+    runs += [run("burst", "original", cpu_s=v) for v in (1.0, 1.5, 1.01)]
+    assert measurement.inputs_to_rerun(runs, threshold=0.25, planned=3) == ["burst"]
+    runs += [run("burst", "original", cpu_s=v) for v in (1.0, 1.02)]  # re-run: five stored
+    assert measurement.inputs_to_rerun(runs, threshold=0.25, planned=3) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.01, 100.0), min_size=2, max_size=8), st.floats(0.1, 10.0))
+def test_noise_floor_is_scale_free(values, scale):
+    runs = [run("x", "original", cpu_s=v) for v in values]
+    scaled = [run("x", "original", cpu_s=v * scale) for v in values]
+    a = measurement.noise_floor(runs, metrics=["cpu_s"])["cpu_s"]["floor"]
+    b = measurement.noise_floor(scaled, metrics=["cpu_s"])["cpu_s"]["floor"]
+    assert a == pytest.approx(b, rel=1e-9, abs=1e-12)
+
+
+def test_run_context_reads_the_machine():
+    before = measurement.MachineSnapshot.now()
+    sum(i * i for i in range(200_000))
+    context = measurement.run_context(before, measurement.MachineSnapshot.now(), own_cpu_s=0.0)
+    assert context["load_1m"] >= 0
+    if before.busy_s is not None:
+        assert context["other_cpu_s"] >= 0
+
+
+def loaded(path):
+    """The spec, with its instrumented build standing in for the source (planning needs no build)."""
+    spec = load_spec(path)
+    return dataclasses.replace(spec, build=spec.source)
+
+
+def spec_file(tmp_path, extra: str = "") -> object:
+    (tmp_path / "prog").mkdir(parents=True)
+    (tmp_path / "prog" / "main.py").write_text("import sys\nprint(sum(range(int(sys.argv[1]))))\n")
+    inputs = "".join(f'[[inputs.list]]\nid = "n{n}"\nargv = ["{n * 1000}"]\n' for n in range(1, 7))
+    path = tmp_path / "spec.toml"
+    path.write_text(f'source = "prog"\nentry = "main.py"\ncalibration_runs = "all"\n{extra}\n{inputs}')
+    return path
+
+
+def test_runs_are_interleaved_shuffled_and_repeated(tmp_path):
+    spec = loaded(spec_file(tmp_path))
+    assert spec.calibration_runs == CALIBRATE_ALL and spec.original_repeats == 3
+    tasks = plan(spec, set())
+    assert len(tasks) == 6 * (1 + 3)
+    order = [(t.input_id, t.variant) for t in tasks]
+    assert order != sorted(order)  # not one block of inputs after another
+    first_half = {t.variant for t in tasks[: len(tasks) // 2]}
+    assert first_half == {"instrumented", "original"}  # both variants spread over the campaign
+    again = [(t.input_id, t.variant, t.repeat) for t in plan(spec, set())]
+    assert again == [(t.input_id, t.variant, t.repeat) for t in tasks]  # seeded: the same order
+    other = loaded(spec_file(tmp_path / "b", "order_seed = 7"))
+    assert [(t.input_id, t.variant, t.repeat) for t in plan(other, set())] != again
+    done = {(t.input_id, t.repeat, t.variant) for t in tasks[:10]}
+    assert len(plan(spec, done)) == len(tasks) - 10  # resume plans only what is missing
+
+
+def test_reruns_are_planned_for_disagreeing_inputs(tmp_path):
+    spec = loaded(spec_file(tmp_path, "rerun_threshold = 0.2\nrerun_repeats = 2"))
+    with RunStore(tmp_path / "m.db") as store:
+        campaign = store.open_campaign("c", {}, "h", None, {})
+        for n in range(1, 7):
+            for repeat, cpu in enumerate((1.0, 1.0, 1.6 if n == 3 else 1.01)):
+                store.add_run(campaign, RunRecord(f"n{n}", repeat, ORIGINAL, "ok", 0, {"cpu_s": cpu, "wall_s": cpu}))
+        tasks = plan_reruns(spec, store, campaign)
+    assert sorted((t.input_id, t.repeat) for t in tasks) == [("n3", 3), ("n3", 4)]
+
+
+@pytest.mark.parametrize("line, field", [("original_repeats = 0", "original_repeats"),
+                                         ('original_repeats = "three"', "original_repeats"),
+                                         ("rerun_threshold = -1", "rerun_threshold"),
+                                         ("order_seed = 1.5", "order_seed")])
+def test_bad_protocol_settings_name_the_field(tmp_path, line, field):
+    with pytest.raises(SpecError, match=field):
+        load_spec(spec_file(tmp_path, line))
+
+
+def test_store_models_the_median_of_the_original_repeats(tmp_path):
+    with RunStore(tmp_path / "m.db") as store:
+        campaign = store.open_campaign("c", {}, "h", None, {})
+        store.add_inputs(campaign, [("a", {"argv": ["1"]})])
+        store.add_run(campaign, RunRecord("a", 0, "instrumented", "ok", 0, {"cpu_s": 9.0}, {"f:x:loop:1": 3.0}))
+        for repeat, cpu in enumerate((1.0, 5.0, 1.2)):
+            store.add_run(campaign, RunRecord("a", repeat, ORIGINAL, "ok", 0, {"cpu_s": cpu}))
+        frame = store.dataframe(campaign, metrics_from=ORIGINAL)
+    assert len(frame) == 1 and frame["metric:cpu_s"].iloc[0] == pytest.approx(1.2)
+
+
+# ---------------------------------------------------------------- model forms and selection
+def multiplicative(n: int, seed: int = 0, noise: float = 0.03):
+    """cost = 1e-4 * docs * queries * terms^0.5 (multiplicative), plus distractors."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "app.py:index:loop:1": rng.integers(100, 5000, n).astype(float),
+        "app.py:search:loop:1": rng.integers(1, 200, n).astype(float),
+        "app.py:terms:loop:1": rng.integers(1, 50, n).astype(float),
+        **{f"app.py:noise:value:v{i}#1": rng.normal(0, 1, n) for i in range(20)},
+    })
+    y = 1e-4 * frame["app.py:index:loop:1"] * frame["app.py:search:loop:1"] * np.sqrt(frame["app.py:terms:loop:1"])
+    return frame, (y * np.exp(rng.normal(0, noise, n))).to_numpy()
+
+
+def test_the_log_form_fits_multiplicative_cost_that_the_polynomial_misses():
+    frame, y = multiplicative(260)
+    train, test = slice(0, 60), slice(60, None)
+    errors = {}
+    for form in ("polynomial", "log"):
+        est = SporeRegressor(form=form, degree=1 if form == "log" else 3).fit(frame.iloc[train], y[train])
+        errors[form] = np.median(np.abs(est.predict(frame.iloc[test]) - y[test]) / y[test])
+    assert errors["log"] < 0.05
+    assert errors["log"] < errors["polynomial"] / 2
+
+
+def test_artefact_predict_evaluates_the_log_form_like_the_estimator(tmp_path):
+    frame, y = multiplicative(120)
+    est = SporeRegressor(form="log", degree=2).fit(frame.iloc[:60], y[:60])
+    model = artefact.from_estimator(est, "cpu_s")
+    artefact.save(model, tmp_path / "m.json")
+    loaded = artefact.load(tmp_path / "m.json")
+    assert loaded["form"] == "log"
+    rows = frame.iloc[60:80]
+    got = [artefact.predict(loaded, {k: float(v) for k, v in row.items()}) for _, row in rows.iterrows()]
+    assert np.allclose(got, est.predict(rows), rtol=1e-9)
+
+
+def select_on(frame, y, program, inputs):
+    groups = np.array([f"i{n}" for n in range(len(y))])
+    return selection.select(frame, program, inputs, y, groups, selection.candidate_forms("auto", 3),
+                            lambda c: SporeRegressor(form=c.form, degree=c.degree), folds=5, seed=0)
+
+
+def test_selection_picks_the_log_form_for_multiplicative_cost():
+    frame, y = multiplicative(80)
+    program = [c for c in frame.columns]
+    chosen = select_on(frame, y, program, []).chosen
+    assert chosen.candidate.view == "program" and chosen.candidate.form == "log"
+
+
+def test_a_model_worse_than_a_constant_is_never_chosen():
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({f"app.py:f:value:v{i}#1": rng.normal(0, 1, 40) for i in range(30)})
+    y = 1.0 + rng.normal(0, 0.02, 40)  # nothing explains the noise
+    result = select_on(frame, y, list(frame.columns), [])
+    assert result.chosen.candidate.view == "constant"
+    assert "constant" in result.reason
+
+
+def test_the_black_box_wins_ties_so_the_model_is_never_worse_than_it():
+    frame, y = multiplicative(60)
+    frame["input:argv[--docs]"] = frame["app.py:index:loop:1"]
+    frame["input:argv[--queries]"] = frame["app.py:search:loop:1"]
+    frame["input:argv[--terms]"] = frame["app.py:terms:loop:1"]
+    inputs = ["input:argv[--docs]", "input:argv[--queries]", "input:argv[--terms]"]
+    result = select_on(frame, y, list(frame.columns), inputs)
+    best_inputs = result.best("inputs")
+    assert result.chosen.error <= best_inputs.error
+    assert result.chosen.error <= result.best("program").error
+
+
+def test_intervals_from_out_of_fold_errors_cover_their_level():
+    rng = np.random.default_rng(2)
+    predicted = rng.uniform(1, 10, 400)
+    actual = predicted * np.exp(rng.normal(0, 0.1, 400))
+    band = selection.interval(predicted[:200], actual[:200], (0.1, 0.9))
+    assert band["low"] < 1 < band["high"]
+    held = [(a, p * band["low"], p * band["high"]) for a, p in zip(actual[200:], predicted[200:])]
+    assert 0.7 <= selection.coverage(held) <= 0.9
+    assert selection.interval(predicted[:3], actual[:3]) is None
+
+
+# ---------------------------------------------------------------- the work target
+def test_work_weights_recover_per_kind_costs():
+    rng = np.random.default_rng(3)
+    counts = np.column_stack([rng.integers(1e4, 1e6, 50), rng.integers(1e3, 1e5, 50)]).astype(float)
+    cpu = 2e-7 * counts[:, 0] + 3e-6 * counts[:, 1] + 0.05
+    weights = work.fit_weights(counts, cpu)
+    assert weights.per_kind["loop"] == pytest.approx(2e-7, rel=1e-6)
+    assert weights.per_kind["call"] == pytest.approx(3e-6, rel=1e-6)
+    assert weights.startup_s == pytest.approx(0.05, rel=1e-6)
+
+
+def work_store(path, n: int = 40):
+    rng = np.random.default_rng(11)
+    manifest = {"features": [{"id": fid, "kind": kind, "file": "app.py", "span": [1, 0, 1, 9], "qualname": "f",
+                              "snippet": "...", "detail": ""}
+                             for fid, kind in (("app.py:f:loop:1", "loop"), ("app.py:f:call", "call"),
+                                               ("app.py:main:value:n#1", "value"))]}
+    with RunStore(path) as store:
+        campaign = store.open_campaign("w", {}, "h", manifest, {})
+        store.add_inputs(campaign, [(f"i{k}", {"argv": ["x"]}) for k in range(n)])
+        for k in range(n):
+            size = float(rng.integers(10, 1000))
+            loops, calls = size * 300, size * 20
+            store.add_run(campaign, RunRecord(f"i{k}", 0, "instrumented", "ok", 0, {"cpu_s": 1.0},
+                                              {"app.py:f:loop:1": loops, "app.py:f:call": calls,
+                                               "app.py:main:value:n#1": size}))
+            true = 1e-6 * loops + 4e-6 * calls + 0.03
+            for repeat in range(3):  # noisy measurements of the same work
+                store.add_run(campaign, RunRecord(f"i{k}", repeat, ORIGINAL, "ok", 0,
+                                                  {"cpu_s": true * float(np.exp(rng.normal(0, 0.05)))}))
+
+
+def test_the_work_model_is_judged_against_measured_cpu_time(tmp_path):
+    work_store(tmp_path / "w.db")
+    with RunStore(tmp_path / "w.db") as store:
+        model = fit_campaign(store, "w", FitRequest(metric="work", train_fraction=0.5, metrics_from=ORIGINAL,
+                                                    sensitivity=False))
+    assert model["metric"] == "work_s" and model["training"]["measured"] == "cpu_s"
+    assert set(model["work"]["seconds_per"]) == {"loop", "call"}
+    assert model["evaluation"]["test"]["median_rel_error"] < 0.06  # the repeats' median is ~5 % noisy
+    assert model["scaling"]
+    assert model["interval"]["low"] < 1 < model["interval"]["high"]
+    assert model["evaluation"]["noise"]["floor"] > 0
+
+
+# ---------------------------------------------------------------- verdicts and the budget
+def record_with(model, median, bb, floor, coverage=0.8):
+    return {"campaign": {"noise": {"cpu_s": {"floor": floor}}},
+            "metrics": {"cpu_s": {"model": model, "validation": {
+                "median_rel_error": median, "interval_coverage": coverage, "interval_level": [0.1, 0.9],
+                "blackbox": {"available": True, "median_rel_error": bb}}}}}
+
+
+def test_verdicts_say_constant_black_box_and_noise_floor_in_words():
+    constant = {"method": "constant", "intercept": 0.4, "scaling": {}}
+    said = " ".join(metric_verdicts(record_with(constant, 0.2, 0.1, 0.05), "cpu_s"))
+    assert "constant" in said and "black box is as good or better" in said and "4.0x the noise floor" in said
+    model = {"method": "lasso", "scaling": {"app.py:f:loop:1": {}}}
+    said = " ".join(metric_verdicts(record_with(model, 0.05, 0.2, 0.04), "cpu_s"))
+    assert "4.0x better than the black box" in said and "at the noise floor" in said
+    assert "80% of held-out inputs" in said
+
+
+def test_max_cost_governs_the_unmeasured_rejection():
+    assert estimate_limit(0.05) == pytest.approx(ESTIMATE_FACTOR * 0.05)
+    assert estimate_limit(0.01) < estimate_limit(0.05)
+    assert estimate_limit(0.5) == float("inf")  # --max-cost 0.5 rejects nothing unmeasured
+
+
+def test_old_models_without_a_form_still_load_and_predict(tmp_path):
+    old = {"format": "mantispy-model", "version": 1, "metric": "wall_s", "intercept": 1.0,
+           "terms": [{"coefficient": 2.0, "factors": [{"feature": "f", "power": 1}]}],
+           "scaling": {"f": {"min": 0.0, "max": 10.0}}}
+    (tmp_path / "m.json").write_text(json.dumps(old))
+    assert artefact.predict(artefact.load(tmp_path / "m.json"), {"f": 5.0}) == pytest.approx(2.0)
+    (tmp_path / "bad.json").write_text(json.dumps({**old, "form": "cubic"}))
+    with pytest.raises(artefact.ModelFileError, match="form"):
+        artefact.load(tmp_path / "bad.json")
+
