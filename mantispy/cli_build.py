@@ -145,7 +145,7 @@ def predict(predictor: Path, kwargs_json: str | None, cwd: Path | None, timeout:
     if as_json:
         click.echo(json.dumps(estimates))
         return
-    units = {"wall_s": "s", "cpu_s": "s", "max_rss_kb": "KiB"}
+    units = {"wall_s": "s", "cpu_s": "s", "work_s": "s", "max_rss_kb": "KiB"}
     for metric, found in estimates.items():
         unit = units.get(metric, "")
         line = f"{metric:12} {found['estimate']:.6g} {unit}".rstrip()

@@ -120,7 +120,10 @@ def test_campaign_stores_metrics_features_failures_and_overhead(tmp_path):
         assert by_id[("too-slow", "instrumented")]["status"] == "timeout"
         ok = by_id[("n7", "instrumented")]
         assert ok["status"] == "ok" and ok["returncode"] == 0
-        assert set(ok["metrics"]) == {"wall_s", "cpu_s", "max_rss_kb"} and ok["metrics"]["max_rss_kb"] > 1000
+        # the metrics, and the run's context (machine load, other processes' CPU, CPU frequency)
+        assert {"wall_s", "cpu_s", "max_rss_kb"} <= set(ok["metrics"]) and ok["metrics"]["max_rss_kb"] > 1000
+        assert set(ok["metrics"]) - {"wall_s", "cpu_s", "max_rss_kb"} <= {"load_1m", "other_cpu_s", "cpu_mhz"}
+        assert "load_1m" in ok["metrics"]
         originals = [r for r in runs if r["variant"] == "original"]
         assert len(originals) == 2 and all(r["status"] == "ok" for r in originals)
         assert campaign.calibration["median_overhead"] > -1
