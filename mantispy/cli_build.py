@@ -82,7 +82,7 @@ def print_validation(record: dict) -> None:
         v = data["validation"]
         bb = v["blackbox"]
         model = data["model"]
-        if model.get("method") == "constant":
+        if model.get("method") == "constant" or not model.get("scaling"):
             what = "constant"
         else:
             what = f"{model.get('form', 'polynomial')}, {len(model['scaling'])} feature(s)"
