@@ -264,6 +264,15 @@ def package_readme(record: dict[str, Any]) -> str:
                      f"{_pct(bb.get('median_rel_error')) if bb.get('available') else 'n/a'} | "
                      f"{_pct(bb.get('mean_rel_error')) if bb.get('available') else 'n/a'} | {v.get('n', 0)} |")
     ev = record.get("evaluator", {})
+    from mantispy.verdicts import build_verdicts, noise_of
+
+    noise = [f"{m} {_pct(noise_of(record, m))}" for m in record["metrics"] if noise_of(record, m) is not None]
+    coverage = [f"{m} {_pct(d.get('validation', {}).get('interval_coverage'))}" for m, d in record["metrics"].items()
+                if d.get("validation", {}).get("interval_coverage") is not None]
+    lines += ["", "Noise floor (median deviation of one run from its input's median): " + (", ".join(noise) or "n/a")
+              + ". Held-out inputs inside the p10-p90 interval (`predict(..., interval=True)`): "
+              + (", ".join(coverage) or "n/a") + ".", "", "### Verdicts", ""]
+    lines += [f"- {line}" for line in build_verdicts(record)] or ["- none"]
     lines += [
         "",
         f"Trained on {record['options']['train_fraction']:.0%} of {record['campaign']['inputs']} inputs. The black "

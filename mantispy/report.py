@@ -544,7 +544,20 @@ def _summary(build: dict, order: list[str]) -> str:
     if not evaluator:
         notes.append("<li>Evaluator cost not available: the build recorded no evaluator.</li>")
     note_html = f'<ul class="notes">{"".join(notes)}</ul>' if notes else ""
-    return f'<table class="summary">{head}<tbody>{"".join(rows)}</tbody></table>{foot}{note_html}'
+    said = _verdicts(build)
+    verdict_html = (f'<h3>Verdicts</h3><ul class="verdicts">{"".join(f"<li>{_e(line)}</li>" for line in said)}</ul>'
+                    if said else "")
+    return f'<table class="summary">{head}<tbody>{"".join(rows)}</tbody></table>{foot}{verdict_html}{note_html}'
+
+
+def _verdicts(build: dict) -> list[str]:
+    """The verdicts in words (mantispy.verdicts); none for a build record too sparse to judge."""
+    from mantispy.verdicts import build_verdicts
+
+    try:
+        return build_verdicts(build)
+    except (TypeError, KeyError, AttributeError, ValueError):
+        return []
 
 
 def _scatter(name: str, metric: dict) -> str:

@@ -54,6 +54,7 @@ def test_build_writes_a_complete_predictor_package(built):
     assert json.loads((out / "build.json").read_text())["build_id"] == record["build_id"]
     readme = (out / "README.md").read_text()
     assert "Accuracy on held-out inputs" in readme and "Cost-loop rounds" in readme
+    assert "### Verdicts" in readme and "noise floor" in readme.lower()
 
 
 def test_the_cost_loop_rejects_costly_features_and_keeps_only_cheap_ones(built):
@@ -173,6 +174,7 @@ def test_report_renders_the_build(built, tmp_path):
     proc = subprocess.run([*CLI, "report", str(out), "-o", str(html_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     html = html_path.read_text()
+    assert '<ul class="verdicts">' in html and "black box" in html
     assert record["features"][0]["id"] in html and "<svg" in html
 
 
