@@ -77,6 +77,7 @@ class BuildOptions:
     form: str = "auto"  # the models' form: "auto" (cross-validated), "polynomial" or "log"
     repeats: int | None = None  # uninstrumented runs per input (default: the spec's original_repeats)
     inputs: bool = True  # the input descriptors (argv numbers, file sizes) are candidate features too
+    solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet"
 
 
 # ====================================================================== evaluator verdicts
@@ -623,7 +624,7 @@ class Builder:
         request = FitRequest(metric=metric, degree=self.options.degree, train_fraction=self.options.train_fraction,
                              method=self.options.method, seed=self.options.seed, exclude=tuple(sorted(excluded)),
                              sensitivity=sensitivity, metrics_from="original", constant_fallback=True,
-                             form=self.options.form, inputs=self.options.inputs, unusable_inputs=tuple(getattr(self, "unusable_inputs", ())))
+                             form=self.options.form, inputs=self.options.inputs, solver=self.options.solver, unusable_inputs=tuple(getattr(self, "unusable_inputs", ())))
         try:
             return fit_campaign(store, campaign.name, request)
         except ModelingError as exc:
@@ -656,7 +657,8 @@ class Builder:
             "options": {"max_cost": self.options.max_cost, "train_fraction": self.options.train_fraction,
                         "metrics": list(self.metrics), "degree": self.options.degree, "seed": self.options.seed,
                         "method": self.options.method, "max_rounds": self.options.max_rounds,
-                        "form": self.options.form, "original_repeats": self.spec.original_repeats,
+                        "form": self.options.form, "solver": self.options.solver,
+                        "original_repeats": self.spec.original_repeats,
                         "estimate_limit": estimate_limit(self.options.max_cost)
                         if math.isfinite(estimate_limit(self.options.max_cost)) else None,
                         "cost_inputs": [i["id"] for i in meter.inputs]},

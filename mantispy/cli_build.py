@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -41,10 +42,14 @@ def _user_error():
               help="Uninstrumented runs per input, whose median is modelled (default: the spec's original_repeats, 3).")
 @click.option("--no-input-features", "no_inputs", is_flag=True,
               help="Models use program features only, not the numbers on the command line and input file sizes.")
+@click.option("--solver", type=click.Choice(["sklearn", "glmnet"]), default="sklearn", show_default=True,
+              help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
+@click.option("--frontier", default=None, metavar="B1,B2,...",
+              help="One predictor per --max-cost budget (OUT/max-cost-B), profiled once; writes OUT/frontier.md/.json/.svg.")
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
           validate_inputs: int | None, static_only: bool, force: bool, form: str, repeats: int | None,
-          no_inputs: bool) -> None:
+          no_inputs: bool, solver: str, frontier: str | None) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildError, BuildOptions
     from mantispy.build import build as run_build
@@ -55,13 +60,50 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
                            observed_calls=not static_only, form=form, repeats=repeats,
-                           inputs=not no_inputs)
+                           inputs=not no_inputs, solver=solver)
+    if frontier is not None:
+        _build_frontier(options, frontier)
+        return
     try:
         record = run_build(options, log=lambda m: click.echo(m, err=True))
     except (BuildError, SpecError, StoreError) as exc:
         raise _user_error()(str(exc)) from None
     print_validation(record)
     click.echo(f"predictor written to {out}: mantispy predict {out} -- ARGS...  |  mantispy report {out} -o report.html")
+
+
+def _build_frontier(options, text: str) -> None:
+    """``build --frontier``: one predictor per budget, then the trade-off table."""
+    from mantispy.build import BuildError
+    from mantispy.build import build as run_build
+    from mantispy.campaign import SpecError
+    from mantispy.frontier import parse_budgets, run_frontier, table_lines
+    from mantispy.store import StoreError
+
+    UserError = _user_error()
+    try:
+        budgets = parse_budgets(text)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    root = Path(options.out)
+    if root.exists() and (not root.is_dir() or (any(root.iterdir()) and not (root / "frontier.json").is_file()
+                                                and not options.force)):
+        raise UserError(f"{root}: not empty and not an earlier frontier; choose an empty folder or pass --force")
+    if options.work is None:  # one work folder for every budget: the campaign is profiled once
+        from mantispy.campaign import load_spec
+
+        try:
+            spec = load_spec(options.spec)
+        except (SpecError, FileNotFoundError) as exc:
+            raise UserError(str(exc)) from None
+        options = dataclasses.replace(options, work=spec.workdir / ".mantis" / "build-work" / spec.name)
+    try:
+        rows = run_frontier(options, budgets, run_build, log=lambda m: click.echo(m, err=True))
+    except (BuildError, SpecError, StoreError) as exc:
+        raise UserError(str(exc)) from None
+    for line in table_lines(rows):
+        click.echo(line)
+    click.echo(f"frontier written to {root}/frontier.md, frontier.json and frontier.svg; predictors in {root}/max-cost-*")
 
 
 def print_validation(record: dict) -> None:

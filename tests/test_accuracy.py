@@ -291,3 +291,33 @@ def test_old_models_without_a_form_still_load_and_predict(tmp_path):
     with pytest.raises(artefact.ModelFileError, match="form"):
         artefact.load(tmp_path / "bad.json")
 
+
+
+def test_frontier_budgets_table_and_plot():
+    from mantispy.frontier import parse_budgets, plot, table_lines
+
+    assert parse_budgets("0.2, 0.01,1,0.2") == [0.01, 0.2, 1.0]
+    for bad in ("", "0", "-1", "x", "nan", "20"):
+        with pytest.raises(ValueError, match="--frontier"):
+            parse_budgets(bad)
+    rows = [{"max_cost": b, "evaluator_median_fraction": cost, "model_features": n, "metrics": {
+        "cpu_s": {"median_rel_error": err, "blackbox": 0.2, "interval_coverage": 0.8, "constant": n == 0}}}
+        for b, cost, n, err in ((0.01, 0.0, 0, 0.25), (0.05, 0.03, 2, 0.12), (1.0, 0.4, 5, 0.04))]
+    lines = table_lines(rows)
+    assert len(lines) == 5 and "25.0% (20.0%) constant" in lines[2] and "4.0% (20.0%)" in lines[4]
+    svg = plot(rows)
+    assert svg.startswith("<svg") and svg.count("<circle") == 3 and "black box" in svg
+
+
+def test_glmnet_solver_recovers_the_planted_polynomial_like_sklearn():
+    pytest.importorskip("glmnet", reason="python-glmnet is the optional solver (pip install 'mantispy[glmnet]')")
+    from tests.test_modeling import A, B, C, planted
+
+    frame, y = planted(400)
+    for solver in ("sklearn", "glmnet"):
+        est = SporeRegressor(solver=solver, random_state=1).fit(frame.iloc[:80], y[:80])
+        used = {f for term in est.term_features_ for f, _ in term}
+        assert {A, B, C} <= used, solver
+        assert np.median(np.abs(est.predict(frame.iloc[80:]) - y[80:]) / y[80:]) < 0.03, solver
+    with pytest.raises(ValueError, match="solver"):
+        SporeRegressor(solver="lars").fit(frame.iloc[:80], y[:80])

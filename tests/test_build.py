@@ -265,3 +265,23 @@ def _evaluate_alone(meter, feature, first, work):
         warm.close()
     return values
 
+
+
+def test_frontier_builds_one_predictor_per_budget_from_one_profile(built, tmp_path):
+    root, _, _, _, options = built
+    out = tmp_path / "frontier"
+    proc = subprocess.run([*CLI, "build", str(options.spec), "-o", str(out), "--work", str(options.work),
+                           "--frontier", "0.3,0.000001", "--train-fraction", "0.5", "--jobs", "2",
+                           "--no-input-features", "--metric", "cpu"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "0 run(s) executed" in proc.stderr  # the fixture's profile is reused: nothing runs again
+    rows = json.loads((out / "frontier.json").read_text())["rows"]
+    assert [r["max_cost"] for r in rows] == [0.000001, 0.3]
+    assert rows[0]["metrics"]["cpu_s"]["constant"] and rows[0]["evaluator_features"] == 0  # nothing is that cheap
+    assert rows[1]["evaluator_features"] >= 1
+    for row in rows:
+        assert (Path(row["predictor"]) / "models.json").is_file()
+    assert "| max cost |" in proc.stdout and (out / "frontier.svg").read_text().startswith("<svg")
+    bad = subprocess.run([*CLI, "build", str(options.spec), "-o", str(tmp_path / "x"), "--frontier", "0.1,lots"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "'lots' is not a number" in bad.stderr and "Traceback" not in bad.stderr

@@ -46,6 +46,7 @@ class FitRequest:
     unusable_inputs: tuple[str, ...] = ()  # descriptor columns a predictor could not compute
     folds: int = 5  # cross-validation folds of the form selection
     levels: tuple[float, float] = selection.DEFAULT_LEVELS  # the prediction interval's quantile levels
+    solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet" (python-glmnet)
 
 
 def resolve_metric(name: str) -> str:
@@ -109,7 +110,7 @@ def _input_columns(frame) -> list[str]:
 
 def _estimator(request: FitRequest, candidate: selection.Candidate) -> SporeRegressor:
     return SporeRegressor(degree=candidate.degree, method=request.method, random_state=request.seed,
-                          exclude=request.exclude, form=candidate.form)
+                          exclude=request.exclude, form=candidate.form, solver=request.solver)
 
 
 def _fit_eval(frame, columns, metric_col, train_ids, test_ids, request: FitRequest,
@@ -205,7 +206,8 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
         "input_descriptors": inputs,
         "excluded": list(request.exclude),
         "form": chosen.candidate.form if est is not None else "constant",
-        "solver": "scikit-learn coordinate descent (LassoCV / lasso_path)",
+        "solver": ("glmnet (python-glmnet) for the final LASSO stage" if request.solver == "glmnet"
+                   else "scikit-learn coordinate descent (LassoCV / lasso_path)"),
     }
     if est is not None:
         model["training"].update({

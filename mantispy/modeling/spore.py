@@ -22,7 +22,8 @@ weights (a log residual already is a relative error), and predicts exp(...). :mo
 between the forms by cross-validation.
 
 The solver is scikit-learn's coordinate descent (``LassoCV`` / ``lasso_path``): a pathwise solver with
-warm starts, like glmnet's. With ``weighting="relative"`` (default) every run is weighted by 1/y^2, so
+warm starts, like glmnet's; ``solver="glmnet"`` runs the final LASSO stage with glmnet itself (the
+optional python-glmnet package, over the same folds; the linear screen stays scikit-learn's). With ``weighting="relative"`` (default) every run is weighted by 1/y^2, so
 the fit minimises squared *relative* error, the error the paper reports; ``refit=True`` re-estimates
 the selected terms' coefficients by weighted least squares (the relaxed lasso), removing the shrinkage
 that LASSO puts on them.
@@ -44,6 +45,7 @@ from .preprocess import Preprocessed, preprocess
 
 
 FORMS = ("polynomial", "log")
+SOLVERS = ("sklearn", "glmnet")
 
 
 def signed_log1p(values: np.ndarray) -> np.ndarray:
@@ -108,6 +110,7 @@ class SporeRegressor(RegressorMixin, BaseEstimator):
         exclude: tuple[str, ...] = (),
         random_state: int = 0,
         form: str = "polynomial",
+        solver: str = "sklearn",
     ) -> None:
         self.degree = degree
         self.method = method
@@ -121,6 +124,7 @@ class SporeRegressor(RegressorMixin, BaseEstimator):
         self.exclude = exclude
         self.random_state = random_state
         self.form = form
+        self.solver = solver
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, groups=None):
@@ -129,6 +133,8 @@ class SporeRegressor(RegressorMixin, BaseEstimator):
 
         if self.method not in ("lasso", "foba"):
             raise ValueError(f"method must be 'lasso' or 'foba', not {self.method!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
         if self.form not in FORMS:
             raise ValueError(f"form must be one of {', '.join(FORMS)}, not {self.form!r}")
         frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=float),
@@ -225,14 +231,36 @@ class SporeRegressor(RegressorMixin, BaseEstimator):
         ranked = sorted(active.tolist(), key=lambda i: (first[i], -abs(coefs[i, -1])))
         return sorted(ranked[: self.max_screen])
 
-    def _lasso_terms(self, A: np.ndarray, y: np.ndarray, w: np.ndarray, splits) -> tuple[np.ndarray, float]:
-        model, alpha = self._lasso_cv(A, y, w, splits, rule=self.lambda_rule)
-        self.alpha_ = alpha
-        self.lasso_alphas_ = model.alphas_
+    def _glmnet_terms(self, A: np.ndarray, y: np.ndarray, w: np.ndarray, splits) -> tuple[np.ndarray, float]:
+        """The final LASSO stage with glmnet's Fortran pathwise solver (python-glmnet), lambda by its own
+        cross-validation over the same folds (groups), the 1se rule as ``cut_point=1``."""
+        try:
+            from glmnet import ElasticNet
+        except ImportError:
+            raise ModelingError("solver 'glmnet' needs python-glmnet: pip install 'mantispy[glmnet]'") from None
+        groups = np.zeros(len(y), dtype=int)
+        for fold, (_, test) in enumerate(splits):
+            groups[test] = fold
+        net = ElasticNet(alpha=1.0, n_lambda=60, standardize=False, n_splits=len(splits),
+                         cut_point=1.0 if self.lambda_rule == "1se" else 0.0, random_state=self.random_state)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            lasso = Lasso(alpha=alpha, max_iter=20000, tol=1e-6).fit(A, y, sample_weight=w)
-        coef, intercept = lasso.coef_.copy(), float(lasso.intercept_)
+            warnings.simplefilter("ignore")
+            net.fit(A, y, sample_weight=w, groups=groups)
+        self.alpha_ = float(net.lambda_best_[0] if np.ndim(net.lambda_best_) else net.lambda_best_)
+        self.lasso_alphas_ = np.asarray(net.lambda_path_, dtype=float)
+        return np.asarray(net.coef_, dtype=float).copy(), float(net.intercept_)
+
+    def _lasso_terms(self, A: np.ndarray, y: np.ndarray, w: np.ndarray, splits) -> tuple[np.ndarray, float]:
+        if self.solver == "glmnet":
+            coef, intercept = self._glmnet_terms(A, y, w, splits)
+        else:
+            model, alpha = self._lasso_cv(A, y, w, splits, rule=self.lambda_rule)
+            self.alpha_ = alpha
+            self.lasso_alphas_ = model.alphas_
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                lasso = Lasso(alpha=alpha, max_iter=20000, tol=1e-6).fit(A, y, sample_weight=w)
+            coef, intercept = lasso.coef_.copy(), float(lasso.intercept_)
         support = np.flatnonzero(coef)
         if self.refit and len(support):
             refit, intercept = _weighted_lstsq(A[:, support], y, w)
