@@ -434,6 +434,7 @@ class Builder:
             self.log(f"fresh interpreter start-up: {meter.idle_s * 1000:.1f} ms (a warm evaluator pays it once)")
             models = {metric: self.cost_loop(store, campaign, metric, meter) for metric in self.metrics}
             record = self.record(campaign, frame, models, meter)
+            record["ceiling"] = {metric: self.ceiling(store, campaign, metric) for metric in self.metrics}
             validate(self, session, models, frame, test_ids, record, out)
             write_package(self.work / "package", out, record, models)
             return record
@@ -601,6 +602,16 @@ class Builder:
         records = {r.id: r for r in self.spec.inputs}
         chosen = [records[rows.iloc[p]["input_id"]] for p in picks if rows.iloc[p]["input_id"] in records]
         return [{"id": r.id, "argv": list(r.argv), "kwargs": r.kwargs, "cwd": str(self.spec.workdir)} for r in chosen]
+
+    def ceiling(self, store: RunStore, campaign, metric: str) -> dict[str, Any]:
+        """The held-out error of a model allowed every feature, cheap or not (from the instrumented runs'
+        values, no evaluator): what the cost budget gives up."""
+        model = self.fit(store, campaign, metric, set(), sensitivity=False)
+        test = model["evaluation"]["test"]
+        self.log(f"{metric}: a model on every feature, cheap or not, would reach {test['median_rel_error']:.1%} "
+                 f"held-out ({model['selection']['chosen']})")
+        return {"median_rel_error": test["median_rel_error"], "mean_rel_error": test["mean_rel_error"],
+                "model": model["selection"]["chosen"], "features": len(model["scaling"])}
 
     def descriptor_mismatches(self, frame) -> list[str]:
         """Input-descriptor columns whose stored value differs, on some input, from what a predictor

@@ -49,6 +49,11 @@ def metric_verdicts(record: dict[str, Any], metric: str) -> list[str]:
             said.append(f"{metric}: better than the black box ({error:.1%} against {bb:.1%}), but not twice as good")
         else:
             said.append(f"{metric}: {bb / max(error, 1e-12):.1f}x better than the black box ({error:.1%} against {bb:.1%})")
+    ceiling = ((record.get("ceiling") or {}).get(metric) or {}).get("median_rel_error")
+    if error is not None and isinstance(ceiling, (int, float)):
+        said.append(f"{metric}: a model allowed every feature, cheap or not, reaches {ceiling:.1%}"
+                    + (": the cost budget gives up accuracy" if ceiling < 0.8 * error else
+                       ": the cheap features lose little"))
     floor = noise_of(record, metric)
     if error is not None and floor is not None:
         if error <= NOISE_FACTOR * floor:

@@ -84,6 +84,8 @@ def test_validation_reports_errors_baseline_cost_and_fidelity(built):
         assert validation["n"] == 12 and len(validation["points"]) == 12
         assert validation["blackbox"]["available"]
         assert 0 <= validation["median_rel_error"] < 10
+    for metric in record["metrics"]:  # what a model on every feature, cheap or not, would reach
+        assert 0 <= record["ceiling"][metric]["median_rel_error"] < 10
     evaluator = record["evaluator"]
     assert evaluator["fidelity"]["mismatch_count"] == 0 and not evaluator["failures"]
     assert evaluator["fidelity"]["agreed"] == 12 * len(evaluator["features"])
