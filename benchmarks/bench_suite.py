@@ -124,7 +124,8 @@ def render(rows: list[dict], args, elapsed: float) -> list[str]:
         wall = record["metrics"]["wall_s"]["validation"]
         rss = record["metrics"]["max_rss_kb"]["validation"]
         ev = record["evaluator"]
-        features = "; ".join(f"{f['kind']} @ {f['file']}:{f['line']}" for f in record["features"]) or "none"
+        features = "; ".join(f"{f['kind']} @ {f['file']}:{f['line']}" if f.get("file") else f"`{f['id']}`"
+                             for f in record["features"]) or "none"
         rounds = len([r for r in record["rounds"] if not r.get("lookahead")])
         overhead = (record["campaign"].get("overhead") or {}).get("median_overhead")
         budget = row.get("budget") or {}
@@ -144,7 +145,8 @@ def render(rows: list[dict], args, elapsed: float) -> list[str]:
         median = wall["median_rel_error"]
         goals.append(f"median wall error ≤ 5 %: {'met' if median is not None and median <= 0.05 else 'NOT met'}")
         cost = ev.get("median_fraction") if ev.get("features") else None
-        goals.append("no feature was cheap enough: constant models, nothing to evaluate" if not ev.get("features") else
+        goals.append("no program feature in the models (input descriptors or constants): nothing to evaluate"
+                     if not ev.get("features") else
                      f"evaluator cost ≤ 1 %: {'met' if cost is not None and cost <= 0.01 else 'NOT met'}"
                      + (f" (warm evaluator; {pct(ev.get('cold_median_fraction'))} in a fresh interpreter)" if cost else ""))
         bb = wall["blackbox"].get("median_rel_error")
