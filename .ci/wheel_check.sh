@@ -121,8 +121,8 @@ import json, math, sys
 record = json.load(open("pred/build.json"))
 if not record["evaluator"]["features"]:  # then the installed slicer and evaluator emitter went unchecked
     sys.exit("wheel check: mantispy build selected no feature, so no evaluator was sliced out and run")
-estimates = json.load(open("estimate.json"))  # {metric: value}
-value = estimates.get("cpu_s")
+estimates = json.load(open("estimate.json"))  # {metric: {estimate, low, high, level}}
+value = (estimates.get("cpu_s") or {}).get("estimate")
 if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
     sys.exit(f"wheel check: mantispy predict gave no usable cpu_s estimate: {estimates}")
 PY
