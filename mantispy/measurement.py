@@ -27,7 +27,6 @@ from typing import Any
 CONTEXT_METRICS = ("load_1m", "other_cpu_s", "cpu_mhz")
 """Per-run context stored beside the metrics (never a modelling target by default)."""
 
-TIMING_METRICS = ("wall_s", "cpu_s")
 NOISE_METRICS = ("wall_s", "cpu_s", "max_rss_kb")
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -27,7 +27,8 @@ from typing import Any
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec
 from mantispy.instrument.manifest import Manifest, manifest_path
 from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
-from mantispy.measurement import CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, run_context
+from mantispy.measurement import (CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, repeats_by_input,
+                                  run_context)
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
 
 STDERR_TAIL = 4000
@@ -337,11 +338,7 @@ def calibration_summary(store: RunStore, campaign: Campaign) -> dict[str, Any] |
 
 
 def _median_metric(runs: list[dict[str, Any]], variant: str, metric: str) -> dict[str, float]:
-    values: dict[str, list[float]] = {}
-    for run in runs:
-        if run["variant"] == variant and run["status"] == "ok" and run["metrics"].get(metric) is not None:
-            values.setdefault(run["input_id"], []).append(run["metrics"][metric])
-    return {iid: statistics.median(v) for iid, v in values.items()}
+    return {iid: statistics.median(v) for iid, v in repeats_by_input(runs, variant, metric).items()}
 
 
 def profile(

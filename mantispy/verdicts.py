@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from mantispy.modeling.work import MEASURED as WORK_MEASURED
-from mantispy.modeling.work import WORK_METRIC
+from mantispy.modeling.work import measured_metric
 
 NOISE_FACTOR = 1.5
 """An error within this factor of the noise floor is "at the noise floor"."""
-
-MEASURED = {WORK_METRIC: WORK_MEASURED}
 
 
 def noise_of(record: dict[str, Any], metric: str) -> float | None:
     """The campaign's noise floor for the stored metric a model is judged against (None if unknown)."""
     noise = (record.get("campaign") or {}).get("noise") or {}
-    found = noise.get(MEASURED.get(metric, metric)) or {}
+    found = noise.get(measured_metric(metric)) or {}
     floor = found.get("floor")
     return float(floor) if isinstance(floor, (int, float)) else None
 

@@ -54,9 +54,7 @@ def resolve_metric(name: str) -> str:
     return METRIC_ALIASES.get(name, name)
 
 
-def measured_metric(metric: str) -> str:
-    """The stored metric a model's estimates are compared with: CPU time for ``work_s``."""
-    return work.MEASURED if metric == work.WORK_METRIC else metric
+measured_metric = work.measured_metric
 
 
 def split_inputs(input_ids: list[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
