@@ -338,7 +338,9 @@ class _Collector(ast.NodeVisitor):
         if isinstance(node.func, ast.Attribute):
             method = node.func.attr
             receiver = self.root(node.func.value)
-            if externals.consumes_arguments(method) or (name is not None and externals.consumes(name)):
+            if name is not None and externals.consumes(name):
+                self._advance_arguments(node, name)
+            elif externals.consumes_arguments(method):
                 self._advance_arguments(node)
             if name and externals.has_outside_effect(name) or externals.has_outside_effect(method) and name in (None, method):
                 self.access.outside_effects.append(name or method)
@@ -358,7 +360,7 @@ class _Collector(ast.NodeVisitor):
             self.access.havoc(node, f"{name}()")
             return
         if name is not None and externals.consumes(name):
-            self._advance_arguments(node)
+            self._advance_arguments(node, name)
             return
         if name is not None:
             if externals.has_outside_effect(name):
@@ -380,9 +382,16 @@ class _Collector(ast.NodeVisitor):
             self.access.define(loc, strong=False)
         return True
 
-    def _advance_arguments(self, node: ast.Call) -> None:
-        """Iterating an argument advances it if it is an iterator: a weak write of each argument."""
-        for arg in [*node.args, *(k.value for k in node.keywords)]:
+    def _advance_arguments(self, node: ast.Call, name: str | None = None) -> None:
+        """Iterating an argument advances it if it is an iterator: a weak write of each argument the call
+        iterates (for a consumer ``name`` known by position, see externals.iterated_arguments; any other
+        call: every argument)."""
+        if name is None or any(isinstance(a, ast.Starred) for a in node.args):
+            iterated = [*node.args, *(k.value for k in node.keywords)]
+        else:
+            iterated = [node.args[i] for i in externals.iterated_arguments(name, len(node.args))]
+            iterated += [k.value for k in node.keywords if k.arg in (None, "iterable")]
+        for arg in iterated:
             loc = self.root(arg)
             if loc is not None:
                 self.access.define(loc, strong=False)

@@ -73,6 +73,23 @@ TABLES: dict[str, set[str]] = {
     },
 }
 
+ITERATED_ARGUMENTS = {
+    "enumerate": (0,), "iter": (0,), "next": (0,), "sum": (0,), "sorted": (0,), "reversed": (0,), "list": (0,),
+    "tuple": (0,), "set": (0,), "frozenset": (0,), "dict": (0,), "any": (0,), "all": (0,), "bytes": (0,),
+    "bytearray": (0,), "deque": (0,), "collections.deque": (0,), "Counter": (0,), "collections.Counter": (0,),
+    "OrderedDict": (0,), "collections.OrderedDict": (0,), "islice": (0,), "itertools.islice": (0,),
+    "heapq.nlargest": (1,), "heapq.nsmallest": (1,), "nlargest": (1,), "nsmallest": (1,),
+    "functools.reduce": (1,), "reduce": (1,), "defaultdict": (1,), "collections.defaultdict": (1,),
+    "filter": (1,), "itertools.accumulate": (0,), "itertools.cycle": (0,), "itertools.dropwhile": (1,),
+    "itertools.takewhile": (1,), "itertools.filterfalse": (1,), "itertools.starmap": (1,),
+    "itertools.groupby": (0,), "itertools.pairwise": (0,), "itertools.tee": (0,), "itertools.compress": (0, 1),
+}
+"""Consumers whose iterated arguments are known positions; the others (``n`` of ``nsmallest(n, it)``,
+the ``start`` of ``enumerate``, the function of ``map`` or ``filter``) are only read. A consumer that is
+not listed here (``zip``, ``map``, ``max``, ``itertools.chain``...) may iterate every positional argument.
+Keyword arguments (``key=``, ``default=``, ``start=``, ``maxlen=``) are never iterated, except one
+named ``iterable``."""
+
 MUTATING_FUNCTIONS = {"heapq.heappush": 0, "heapq.heappop": 0, "heapq.heapify": 0, "heapq.heapreplace": 0,
                       "heapq.heappushpop": 0, "random.shuffle": 0, "bisect.insort": 0, "bisect.insort_left": 0,
                       "bisect.insort_right": 0}
@@ -114,6 +131,15 @@ def is_mutator(method: str) -> bool:
 def has_outside_effect(name: str) -> bool:
     """A function (dotted name) or method name whose effect reaches outside the program."""
     return _matches(name, TABLES["effects"]) or name.rsplit(".", 1)[-1] in TABLES["effects"] and "." in name
+
+
+def iterated_arguments(name: str, given: int) -> tuple[int, ...]:
+    """Positions of the positional arguments (of ``given``) that consumer ``name`` iterates."""
+    known = ITERATED_ARGUMENTS.get(name)
+    if known is None:
+        start = 1 if name in ("map", "itertools.starmap") else 0
+        return tuple(range(start, given))
+    return tuple(i for i in known if i < given)
 
 
 def mutated_argument(name: str) -> int | None:

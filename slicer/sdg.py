@@ -60,6 +60,12 @@ class Procedure:
     mod: set = field(default_factory=set)
     ref: set = field(default_factory=set)
     mutates_args: bool = False
+    # the parameters it writes through (a weak write: ``param.append(x)``, ``param[k] = v``)
+    mutated_params: set[str] = field(default_factory=set)
+    # local variables that may hold (part of) a parameter's object -> those parameters' names
+    param_aliases: dict[tuple, set[str]] = field(default_factory=dict)
+    # vertices that mutate a parameter's object through such an alias (``for t in tlist: t.x = ...``)
+    alias_writes: set[int] = field(default_factory=set)
     wide: bool = False  # its attribute fields are collapsed into HEAP (see _collapse_wide_interfaces)
     # for a wide procedure: the field names its HEAP stands for, as written (MOD) and as read (REF)
     heap_mod: frozenset = frozenset()
@@ -76,6 +82,7 @@ class CallRecord:
     callees: list[ProcKey]
     text: str
     implicit: str | None = None  # "comprehension", "class-body", "import"
+    node: ast.Call | None = None  # the call expression of an explicit call
     # how the callees of an unresolved site were found: "static" (resolved), "name-fallback" (every
     # program function of that name), "observed" (the callees profiling saw it reach, see hybrid.py)
     resolved: str = "static"
@@ -231,7 +238,8 @@ def _resolve_calls(sdg: SDG) -> None:
                             if wrapped not in callees:
                                 callees.append(wrapped)
                     if callees:
-                        records.append(CallRecord(key, vertex.id, len(records), callees, site.text, resolved=how))
+                        records.append(CallRecord(key, vertex.id, len(records), callees, site.text, resolved=how,
+                                                  node=_call_node(proc, site) if site.kind == "call" else None))
                     elif site.kind == "call" and IMPORT_BY_NAME & site.callees:
                         for modname in _modules_imported_by_name(sdg, proc, site, module_of):
                             if modname in startup:
@@ -533,13 +541,22 @@ def _local_effects(sdg: SDG) -> None:
         explicit = {id(c) for c in _explicit_call_nodes(sdg, proc)}
         proc.access = accesses(proc.cfg, sdg.scopes[key[0]], internal=lambda call, ids=explicit: id(call) in ids)
         params = {qualify(key[0], loc) for loc in proc.access[proc.cfg.entry.id].defs}
+        proc.param_aliases = _parameter_aliases(proc)
         through_params[key] = set()
         for vid, access in proc.access.items():
             for loc in access.defs:
                 q = qualify(key[0], loc)
-                if q in params and not access.defs[loc] and vid != proc.cfg.entry.id:
+                if access.defs[loc] or vid == proc.cfg.entry.id:
+                    continue
+                if q in params:
                     proc.mutates_args = True  # a weak write through a parameter: the caller's object
+                    proc.mutated_params.add(q[-1])
                     through_params[key].add((vid, q))
+                elif loc in proc.param_aliases and loc[0] == "var":  # (a loop advancing its own iterator: no)
+                    proc.mutates_args = True
+                    proc.mutated_params |= proc.param_aliases[loc]
+                    proc.alias_writes.add(vid)
+    _mutation_through_calls(sdg)
     _import_time_constants(sdg)
     constant = sdg.constant_defs
     for key, proc in sdg.procs.items():
@@ -557,6 +574,81 @@ def _local_effects(sdg: SDG) -> None:
                 for loc in access.defs:
                     if loc[0] == "var" and loc[1] == proc.unit.qualname and ("attr", loc[2]) not in constant:
                         proc.mod.add(("attr", loc[2]))
+
+
+def _parameter_aliases(proc: Procedure) -> dict[tuple, set[str]]:
+    """Local variables that may hold part of a parameter's object: bound by a loop over it or over what
+    its methods return (``for t in tlist.get_sublists()``), or to one of its fields or items
+    (``first = args[0]``, ``x = node.left``), to a fixpoint. Values computed from it (``n = len(items)``,
+    ``tree = self.parse(text)``) are not followed: what a call returns is taken to be its own object."""
+    entry = proc.cfg.entry.id
+    params = {loc: {loc[-1]} for loc in proc.access[entry].defs if loc[0] == "var"}
+    aliases: dict[tuple, set[str]] = {}
+    sharing = [vid for vid, v in proc.cfg.vertices.items() if vid != entry and _may_share_object(v)]
+    changed = True
+    while changed:
+        changed = False
+        for vid in sharing:
+            access = proc.access[vid]
+            sources: set[str] = set()
+            for loc in access.uses:
+                sources |= params.get(loc, set()) | aliases.get(loc, set())
+            if not sources:
+                continue
+            for loc, strong in access.defs.items():
+                if strong and loc[0] in ("var", "state") and loc not in params \
+                        and not sources <= aliases.get(loc, set()):
+                    aliases.setdefault(loc, set()).update(sources)
+                    changed = True
+    return aliases
+
+
+def _may_share_object(vertex) -> bool:
+    """Whether what a vertex binds may be part of an object it reads (see _parameter_aliases)."""
+    node = vertex.node
+    if vertex.kind in ("for-iter", "for-next", "with-enter", "case"):
+        return True
+    if vertex.kind != "stmt" or not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+        return False
+    return _shares(node.value)
+
+
+def _shares(expr: ast.AST) -> bool:
+    if isinstance(expr, (ast.Name, ast.Attribute, ast.Subscript, ast.Starred)):
+        return True
+    if isinstance(expr, ast.IfExp):
+        return _shares(expr.body) or _shares(expr.orelse)
+    if isinstance(expr, ast.BoolOp):
+        return any(_shares(v) for v in expr.values)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return any(_shares(e) for e in expr.elts)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        return expr.func.id in ("next", "iter", "getattr", "min", "max")
+    return False
+
+
+def _mutation_through_calls(sdg: SDG) -> None:
+    """A procedure that hands one of its parameters (or a local alias of one) to a callee that mutates
+    it mutates that parameter too (``def f(x): g(x)`` with ``g`` appending to its argument): to a
+    fixpoint over the call graph."""
+    owners = {}
+    for key, proc in sdg.procs.items():
+        owned = {qualify(key[0], loc): {loc[-1]} for loc in proc.access[proc.cfg.entry.id].defs if loc[0] == "var"}
+        owned.update({qualify(key[0], loc): names for loc, names in proc.param_aliases.items()})
+        owners[key] = owned
+    changed = True
+    while changed:
+        changed = False
+        for key, proc in sdg.procs.items():
+            own = owners[key]
+            for call in proc.calls:
+                for root in _mutated_roots(sdg, proc, call):
+                    names = own.get(root, set())
+                    if names and root[-1] not in names:  # an alias, not the parameter itself
+                        proc.alias_writes.add(call.vertex)
+                    if not names <= proc.mutated_params:
+                        proc.mutated_params |= names
+                        proc.mutates_args = changed = True
 
 
 # Unmodelled constructs in functions that cannot rebind a module global or a class attribute: an
@@ -614,8 +706,7 @@ def _import_time_constants(sdg: SDG) -> None:
                     defs[qualify(key[0], loc)].append(sdg.vertex(key, vid))
         if not at_import:
             for call in proc.calls:
-                if any(sdg.procs[c].mutates_args for c in call.callees):
-                    mutated |= _argument_roots(proc, call.vertex, sdg)
+                mutated |= _mutated_roots(sdg, proc, call)
     # A weak write in a function (a call that may mutate its arguments or receiver, a store into an
     # element or attribute) writes the object a location holds, not the binding: it counts unless the
     # location is bound at import only to module, class or function objects (``sys.exc_info()``,
@@ -774,10 +865,10 @@ def _propagate_effects(sdg: SDG) -> None:
                         # the callee mutates what it is passed: ``self.insert_rule(self.rules, ...)``
                         # writes the field ``rules`` (fields only: a module global passed on is mutated
                         # in place, which the caller's own weak definition at the call already says)
-                        found = roots.get((proc.key, call.vertex))
+                        found = roots.get(call.id)
                         if found is None:
-                            found = roots[(proc.key, call.vertex)] = {
-                                loc for loc in _argument_roots(proc, call.vertex, sdg) if loc[0] == "attr"}
+                            found = roots[call.id] = {
+                                loc for loc in _mutated_roots(sdg, proc, call) if loc[0] == "attr"}
                         mod |= found
                     if not mod <= proc.mod or not ref <= proc.ref:
                         proc.mod |= mod
@@ -862,32 +953,66 @@ def _call_ref(sdg: SDG, call: CallRecord) -> set:
     return set().union(*(sdg.procs[c].ref for c in call.callees))
 
 
+def _mutated_roots(sdg: SDG, proc: Procedure, call: CallRecord) -> set:
+    """Root locations of the arguments (and receiver) a program call may mutate: those bound to a
+    parameter some callee writes through, under either binding (a bound method's receiver is its first
+    parameter, a plain call's first argument is). Every argument and receiver of the vertex's calls when
+    the binding cannot be read off the call (an implicit call, ``*args``/``**kwargs`` given, a mutated
+    ``*args``/``**kwargs`` parameter)."""
+    mutating = [sdg.procs[c] for c in call.callees if sdg.procs[c].mutates_args]
+    if not mutating:
+        return set()
+    node = call.node
+    if node is None or any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        return _argument_roots(proc, call.vertex, sdg)
+    mutated: list[ast.AST] = []
+    for callee in mutating:
+        signature = getattr(callee.unit.node, "args", None)
+        if not isinstance(signature, ast.arguments):
+            return _argument_roots(proc, call.vertex, sdg)
+        if (signature.vararg and signature.vararg.arg in callee.mutated_params) or \
+                (signature.kwarg and signature.kwarg.arg in callee.mutated_params):
+            return _argument_roots(proc, call.vertex, sdg)
+        positional = [a.arg for a in [*signature.posonlyargs, *signature.args]]
+        for bound in (0, 1):
+            if bound and positional and positional[0] in callee.mutated_params and isinstance(node.func, ast.Attribute):
+                mutated.append(node.func.value)
+            for i, arg in enumerate(node.args):
+                if i + bound < len(positional) and positional[i + bound] in callee.mutated_params:
+                    mutated.append(arg)
+        mutated += [k.value for k in node.keywords if k.arg in callee.mutated_params]
+    return {root for part in mutated if (root := _argument_root(proc, part, sdg)) is not None}
+
+
 def _argument_roots(proc: Procedure, vertex_id: int, sdg: SDG) -> set:
     """Root locations of the arguments and receivers of the calls a vertex makes."""
-    roots = set()
     node = proc.cfg.vertices[vertex_id].node
     if node is None:
-        return roots
-    scopes = sdg.scopes[proc.key[0]]
-    bound = _bound_globals(sdg).get(proc.key[0])
+        return set()
+    parts: list[ast.AST] = []
     for call in ast.walk(node if not isinstance(node, ast.withitem) else node.context_expr):
-        if not isinstance(call, ast.Call):
-            continue
-        parts = [*call.args, *(k.value for k in call.keywords)]
-        if isinstance(call.func, ast.Attribute):
-            parts.append(call.func.value)
-        for part in parts:
-            while isinstance(part, (ast.Subscript, ast.Starred)):
-                part = part.value
-            if isinstance(part, ast.Name):
-                loc = scopes.resolve(proc.unit, part.id)
-                if loc[0] == "var" and loc[1] == "<module>" and bound is not None and loc[2] not in bound \
-                        and hasattr(builtins, loc[2]):
-                    continue  # a builtin (``defaultdict(int)``): nothing the program can mutate
-                roots.add(qualify(proc.key[0], loc))
-            elif isinstance(part, ast.Attribute):
-                roots.add(("attr", part.attr))
-    return roots
+        if isinstance(call, ast.Call):
+            parts += [*call.args, *(k.value for k in call.keywords)]
+            if isinstance(call.func, ast.Attribute):
+                parts.append(call.func.value)
+    return {root for part in parts if (root := _argument_root(proc, part, sdg)) is not None}
+
+
+def _argument_root(proc: Procedure, part: ast.AST, sdg: SDG) -> tuple | None:
+    """The location an argument expression's object is reached through: a variable, or an attribute
+    field (``x[i]`` and ``*x`` reach it through ``x``); None for any other expression or a builtin."""
+    while isinstance(part, (ast.Subscript, ast.Starred)):
+        part = part.value
+    if isinstance(part, ast.Name):
+        loc = sdg.scopes[proc.key[0]].resolve(proc.unit, part.id)
+        bound = _bound_globals(sdg).get(proc.key[0])
+        if loc[0] == "var" and loc[1] == "<module>" and bound is not None and loc[2] not in bound \
+                and hasattr(builtins, loc[2]):
+            return None  # a builtin (``defaultdict(int)``): nothing the program can mutate
+        return qualify(proc.key[0], loc)
+    if isinstance(part, ast.Attribute):
+        return ("attr", part.attr)
+    return None
 
 
 def _bound_globals(sdg: SDG) -> dict[str, set[str] | None]:
@@ -955,8 +1080,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     access = {vid: Access(dict(a.defs), set(a.uses)) for vid, a in proc.access.items()}
     unqualify = {}
     for call in proc.calls:
-        mutating = any(sdg.procs[c].mutates_args for c in call.callees)
-        for loc in _call_mod(sdg, call) | (_argument_roots(proc, call.vertex, sdg) if mutating else set()):
+        for loc in _call_mod(sdg, call) | _mutated_roots(sdg, proc, call):
             local = _local_form(loc, file)
             unqualify[local] = loc
             access[call.vertex].define(local, strong=False)
@@ -972,7 +1096,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, loc), "control", "normal")
     sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, ARGS), "control", "normal")
     reaching = reaching_definitions(cfg, access)
-    result_only = _result_only_calls(proc)
+    result_only = _result_only_calls(sdg, proc)
     node = lambda vid: sdg.vertex(proc.key, vid)  # noqa: E731
     for vid in cfg.vertices:
         sdg.graph.add_node(node(vid))
@@ -982,8 +1106,10 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     wide = proc.wide or any(sdg.procs[c].wide for call in proc.calls for c in call.callees)
     covers = _heap_covers(sdg, proc) if wide else {}
     _constant_uses(sdg, proc, node)
+    passed = _passed_bindings(sdg, proc, result_only)
     for vid, acc in access.items():
         direct_uses = proc.access[vid].uses
+        only_bound = passed.get(vid, ())
         wanted = reaching[vid].keys() if ANY in acc.uses else acc.uses
         for loc in wanted:
             sources = set(reaching[vid].get(loc, ()))
@@ -997,7 +1123,8 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
             pairs = {(d, loc) for d in sources} | (_heap_sources(reaching[vid], loc, covers) if wide else set())
             for d, def_loc in pairs:
                 for src in _def_sources(sdg, proc, d, def_loc, effects_def, entry, result_only):
-                    if loc in direct_uses or ANY in acc.uses:
+                    mutation = access[d].defs.get(loc) is False  # a weak write: the object changed, not the name
+                    if (loc in direct_uses or ANY in acc.uses) and not (mutation and loc in only_bound):
                         sdg.add_edge(src, node(vid), "data", loc)
                     for call in effects_use[vid].get(loc, []):
                         sdg.add_edge(src, sdg.actual("ain", call, _sdg_form(loc, file)), "data", loc)
@@ -1042,6 +1169,8 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
             for d in exit_reach.get(loc, ()):
                 if d != entry:
                     sdg.add_edge(node(d), fout, "data", ARGMUT)
+        for d in proc.alias_writes:
+            sdg.add_edge(node(d), fout, "data", ARGMUT)
 
 
 def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
@@ -1089,27 +1218,86 @@ def _local_form(loc: tuple, file: str) -> tuple:
     return loc
 
 
-def _result_only_calls(proc: Procedure) -> dict[int, CallRecord]:
+def _result_only_calls(sdg: SDG, proc: Procedure) -> dict[int, CallRecord]:
     """Statements that make exactly one program call and only assign or discard what it returns
     (``x = f(a)``, ``f(a)``, ``x += f(a)``): for them the call happening does not depend on the returned
-    value, only what the statement defines does. Slicing for a callee's parameters then keeps the call
-    without the callee's result (and whatever computes it); any other statement (a test, a return, a
-    nested program call) keeps depending on the result as a whole."""
+    value, only what the statement defines does; so for ``x = [f(y) for y in ys]`` and the
+    comprehension it runs. Slicing for a callee's parameters (or for how often it
+    runs) then keeps the call without the callee's result (and whatever computes it); any other statement
+    (a test, a loop header, a nested program call) keeps depending on the result as a whole."""
     per_vertex: dict[int, list[CallRecord]] = defaultdict(list)
     for call in proc.calls:
         per_vertex[call.vertex].append(call)
     found: dict[int, CallRecord] = {}
     for vid, calls in per_vertex.items():
-        if len(calls) != 1 or calls[0].implicit:
+        if len(calls) != 1:
             continue
-        stmt = proc.cfg.vertices[vid].node
-        if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        value = _stored_value(proc.cfg.vertices[vid].node)
+        if calls[0].implicit == "comprehension":
+            if value is not None and value is sdg.procs[calls[0].callees[0]].unit.node:
+                found[vid] = calls[0]
+            continue
+        if calls[0].implicit:
             continue
         # The call must be the whole value, and the only call in it: in ``f().g()`` or ``h(f())`` what f
         # returns is consumed by other code (which may call back into the program) before any assignment.
-        if isinstance(stmt.value, ast.Call) and sum(isinstance(n, ast.Call) for n in ast.walk(stmt.value)) == 1:
+        if isinstance(value, ast.Call) and sum(isinstance(n, ast.Call) for n in ast.walk(value)) == 1:
             found[vid] = calls[0]
     return found
+
+
+def _passed_bindings(sdg: SDG, proc: Procedure, result_only: dict[int, CallRecord]) -> dict[int, set]:
+    """For each statement that only stores a program call's result: the variables it reads only to pass
+    their objects on (an argument, a receiver, the root of an attribute chain that is one), never looking
+    inside them itself. The statement runs whatever those objects contain, so it depends on their
+    binding (strong definitions) and the callee on their contents (mutations reach the callee's
+    arguments through the ARGS actual-in): counting ``searcher.search(q)`` needs ``searcher`` bound, not
+    every mutation of the searcher."""
+    scopes = sdg.scopes[proc.key[0]]
+    found: dict[int, set] = {}
+    for vid, call in result_only.items():
+        value = _stored_value(proc.cfg.vertices[vid].node)
+        if not isinstance(value, ast.Call) or call.implicit:
+            continue
+        roots = [*value.args, *(k.value for k in value.keywords if k.arg is not None)]
+        if isinstance(value.func, ast.Attribute):
+            roots.append(value.func.value)
+        names = set()
+        for part in roots:
+            while isinstance(part, ast.Attribute):
+                part = part.value
+            if isinstance(part, ast.Name):
+                names.add(part.id)
+        names = {n for n in names if not _read_elsewhere(value, n)}
+        found[vid] = {scopes.resolve(proc.unit, n) for n in names}
+    return found
+
+
+def _read_elsewhere(value: ast.Call, name: str) -> bool:
+    """Whether ``name`` occurs in the call other than as a passed object or the root of one (``a[i]``,
+    ``*a``, ``a + b``, ``a.b[c]`` read what ``a`` holds)."""
+    allowed: set[int] = set()
+    parts = [*value.args, *(k.value for k in value.keywords if k.arg is not None)]
+    if isinstance(value.func, ast.Attribute):
+        parts.append(value.func.value)
+    for part in parts:
+        while isinstance(part, ast.Attribute):
+            allowed.add(id(part))
+            part = part.value
+        allowed.add(id(part))
+    return any(isinstance(n, ast.Name) and n.id == name and id(n) not in allowed for n in ast.walk(value))
+
+
+def _stored_value(stmt: ast.AST) -> ast.AST | None:
+    """The expression a vertex only stores or discards: the value of ``x = e``, ``x += e``, ``e``, and the
+    element of a list or set comprehension (appended as it is); None for any other vertex (a test, a loop
+    header, a ``return`` (its value may go to callers the call graph cannot see), a generator's element
+    handed to its consumer, a dict entry)."""
+    if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return stmt.value
+    if isinstance(stmt, (ast.ListComp, ast.SetComp)):
+        return stmt.elt
+    return None
 
 
 def _def_sources(sdg: SDG, proc: Procedure, d: int, loc: tuple, effects_def, entry: int,

@@ -34,6 +34,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .batch_reach import WORDS, CondensedReach
+from .dataflow import RET
 from .sdg import ARGMUT, SDG, Node
 
 PASS1 = frozenset({"control", "data", "summary", "call", "param-in"})
@@ -427,6 +428,9 @@ def _function_facts(sdg: SDG) -> list[tuple]:
         body += [node for call in proc.calls for callee in call.callees
                  for loc in [*sdg.procs[callee].mod, *([ARGMUT] if sdg.procs[callee].mutates_args else [])]
                  if (node := sdg.actual("aout", call, loc)) in sdg.graph]
+        # and what it returns: its callers are invisible, so the value is used
+        if (returned := sdg.formal("fout", key, RET)) in sdg.graph:
+            body.append(returned)
         facts.append((entry, creators, implicit, class_entry, not sdg.calls_to.get(key), body))
     return facts
 

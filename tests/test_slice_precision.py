@@ -1,0 +1,106 @@
+"""Slices that keep what a criterion needs and no more: the precision losses the issue on cheap content
+features names (a call-count feature kept its callee's work; a call that mutates one argument was taken
+to mutate all of them; a consumer was taken to advance every argument). Each test fails on the slicer
+that had the loss, and each checks fidelity so precision never costs correctness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mantispy.slicer.evaluators import SliceSession, check_fidelity
+from tests.test_slicing import kept_lines, line_of, write_program
+
+MINISEARCH = Path(__file__).resolve().parent.parent / "examples" / "minisearch"
+
+
+def test_counting_a_methods_calls_does_not_keep_the_work_behind_its_arguments_and_result():
+    """``Searcher.search:call`` counts repeat x queries: the slice needs the loops around the call and
+    the receiver's construction, not the corpus, the index (``index.add``) or what search computes (it
+    once kept 611 of 771 statements)."""
+    session = SliceSession(MINISEARCH, "search.py")
+    result = session.slice("minisearch/searcher.py:Searcher.search:call")
+    assert result.statements_kept < 0.3 * result.statements_total, (result.statements_kept, result.statements_total)
+    assert line_of(MINISEARCH, "search.py", "index.add(document)") not in kept_lines(result, "search.py")
+    assert "corpus.py" not in result.kept
+    inputs = [["--docs", "120", "--query", "data", "--query", "ab*", "--repeat", "2"],
+              ["--docs", "90", "--query", '"search engine" OR lock', "--no-highlight"]]
+    rows = check_fidelity(session, MINISEARCH, inputs, ["minisearch/searcher.py:Searcher.search:call"], cwd=MINISEARCH)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+PROGRAM = {"main.py": '''
+    import heapq
+    import sys
+
+
+    def expensive(n):
+        total = 0
+        for i in range(n * 1000):
+            total += i % 7
+        return total
+
+
+    def record(log, item, size):
+        log.append(item)
+        return size
+
+
+    def summarise(values, k):
+        return [v * 2 for v in heapq.nsmallest(k, values)]
+
+
+    def handle(text):
+        return text.upper()
+
+
+    def main():
+        n = int(sys.argv[1])
+        k = int(sys.argv[2])
+        log = []
+        record(log, expensive(n), k)
+        for _ in range(k):
+            pass
+        best = summarise(list(range(n)), k)
+        for _ in range(k):
+            pass
+        results = [handle(w) for w in sys.argv[3:]]
+        print(len(log), best[:1], results)
+
+
+    main()
+''', }
+
+
+def test_a_call_that_mutates_one_argument_does_not_redefine_the_others(tmp_path):
+    """``record(log, expensive(n), k)`` writes through ``log`` only: the loop over ``range(k)`` right
+    after it does not depend on the call (nor on ``expensive``)."""
+    root = write_program(tmp_path / "mut", PROGRAM)
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:loop:1")
+    assert line_of(root, "main.py", "record(log, expensive(n), k)") not in kept_lines(result, "main.py"), result.kept
+    rows = check_fidelity(session, root, [["3", "2", "a"], ["5", "4"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_consumer_advances_only_the_arguments_it_iterates(tmp_path):
+    """``heapq.nsmallest(k, values)`` iterates ``values``, not ``k``: a loop over ``range(k)`` after a
+    call of ``summarise`` does not depend on that call."""
+    root = write_program(tmp_path / "consume", PROGRAM)
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:loop:2")
+    assert line_of(root, "main.py", "best = summarise(") not in kept_lines(result, "main.py"), result.kept
+    rows = check_fidelity(session, root, [["3", "2"], ["5", "4", "x", "y"]], ["main.py:main:loop:2"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_counting_calls_made_in_a_comprehension_keeps_the_comprehension_not_the_results_use(tmp_path):
+    """``results = [handle(w) for w in ...]``: how often ``handle`` runs depends on the words, not on
+    what it returns; the evaluator still counts every call."""
+    root = write_program(tmp_path / "comp", PROGRAM)
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:handle:call")
+    lines = kept_lines(result, "main.py")
+    assert line_of(root, "main.py", "return text.upper()") not in lines, result.kept
+    assert line_of(root, "main.py", "results = [handle(w)") in lines
+    rows = check_fidelity(session, root, [["2", "1", "a", "b", "c"], ["2", "1"]], ["main.py:handle:call"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
