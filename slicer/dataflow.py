@@ -48,6 +48,7 @@ Location = tuple  # ("var", scope, name) | ("attr", name) | ("state", kind, vert
 ANY: Location = ("any",)
 RET: Location = ("ret",)  # the value a unit hands back to its caller (return, yield, lambda body, element)
 UNMODELLED_CALLS = {"exec", "eval", "globals", "locals", "vars", "__import__"}
+FILE_SYSTEM: Location = ("fs",)  # the files and folders the program reads and writes, as one location
 ATTR_ANY: tuple = ("attr", "*")
 ATTR_PREFIX = "attr-prefix"  # (ATTR_PREFIX, "parse_"): some field named "parse_..." (getattr dispatch)
 COMPUTED_GETATTR = {"getattr", "object.__getattribute__", "type.__getattribute__"}
@@ -318,9 +319,10 @@ class _Collector(ast.NodeVisitor):
         else:
             self.generic_visit(node)
         self.access.calls.append(node)
+        name = dotted_name(node.func)
+        self._file_system(node, name)
         if self.internal(node):
             return
-        name = dotted_name(node.func)
         if name in ("setattr", "delattr") and len(node.args) >= 2:
             target = self.root(node.args[0])
             if target is not None:
@@ -370,6 +372,24 @@ class _Collector(ast.NodeVisitor):
             if self._mutated_argument(node, name):
                 return
         self._unknown(node, None)
+
+    def _file_system(self, node: ast.Call, name: str | None) -> None:
+        """A call that reads or writes files uses or (weakly) defines the file-system location, whether
+        the call graph resolved it or not (``self.file.write(b)`` may reach the program's own ``write``s
+        by name and a real file's)."""
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        mode_arg = next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if mode_arg is None:
+            position = 0 if method == "open" and name not in ("os.open", "io.open", "builtins.open", "codecs.open") \
+                and not (name or "").startswith(("gzip.", "bz2.", "lzma.")) else 1
+            mode_arg = node.args[position] if len(node.args) > position else None
+        mode = None if mode_arg is None else (
+            mode_arg.value if isinstance(mode_arg, ast.Constant) and isinstance(mode_arg.value, str) else "?")
+        reads, writes = externals.file_system_effect(name, method, mode)
+        if reads:
+            self.access.uses.add(FILE_SYSTEM)
+        if writes:
+            self.access.define(FILE_SYSTEM, strong=False)
 
     def _mutated_argument(self, node: ast.Call, name: str | None) -> bool:
         """A known module function that mutates one argument (``heapq.heappush(heap, x)``): a weak write
@@ -505,6 +525,12 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False) -> dict[int,
             access.define(("state", "with", _position(node.context_expr)), strong=True)
         elif kind == "with-exit":
             access.uses.update(("state", "with", _position(item.context_expr)) for item in node.items)
+            for item in node.items:  # leaving ``with open(...) as f`` closes f: what was written reaches the file
+                call = item.context_expr
+                if isinstance(call, ast.Call) and externals.file_system_effect(dotted_name(call.func), None, "?")[1]:
+                    access.define(FILE_SYSTEM, strong=False)
+                    if isinstance(item.optional_vars, ast.Name):
+                        access.uses.add(scopes.resolve(unit, item.optional_vars.id))
         elif kind == "handler":
             if node.type is not None:
                 collector.visit(node.type)

@@ -96,6 +96,53 @@ MUTATING_FUNCTIONS = {"heapq.heappush": 0, "heapq.heappop": 0, "heapq.heapify": 
 """Functions that mutate one positional argument (its index)."""
 
 
+FILE_SYSTEM: dict[str, set[str]] = {
+    # functions (dotted names; a bare last part matches ``from os import mkdir`` too) that change it
+    "writes": {"os.mkdir", "os.makedirs", "os.remove", "os.unlink", "os.rename", "os.renames", "os.replace",
+               "os.rmdir", "os.removedirs", "os.link", "os.symlink", "os.truncate", "os.chmod", "os.utime",
+               "os.mkfifo", "os.write", "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copy2",
+               "shutil.copyfile", "shutil.copytree", "tempfile.mkdtemp", "tempfile.mkstemp",
+               "tempfile.NamedTemporaryFile", "tempfile.TemporaryDirectory", "tempfile.TemporaryFile"},
+    # functions that read it (a directory's listing, a file's existence, size or contents)
+    "reads": {"os.listdir", "os.scandir", "os.walk", "os.stat", "os.lstat", "os.access", "os.read",
+              "os.path.exists", "os.path.lexists", "os.path.isfile", "os.path.isdir", "os.path.islink",
+              "os.path.getsize", "os.path.getmtime", "os.path.realpath", "glob.glob", "glob.iglob", "mmap.mmap",
+              "pathlib.Path.cwd"},
+    # methods, by name whatever the receiver (a file object, a pathlib.Path)
+    # (a file object's ``write`` changes the object, as any unknown method does; the file changes when it
+    # is flushed or closed, explicitly or by leaving its ``with``: so a ``StringIO`` written in a loop does
+    # not become a file-system write. Not ``replace``: ``str.replace``.)
+    "writing_methods": {"flush", "close", "write_text", "write_bytes", "touch", "mkdir", "unlink", "rmdir",
+                        "rename", "symlink_to", "hardlink_to"},
+    "reading_methods": {"read", "readline", "readlines", "readinto", "read_text", "read_bytes", "iterdir",
+                        "exists", "is_file", "is_dir", "glob", "rglob", "stat", "listdir"},
+    # functions that open a file: the mode says whether they write
+    "openers": {"open", "io.open", "builtins.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open", "os.open",
+                "os.fdopen", "tarfile.open", "zipfile.ZipFile", "shelve.open", "dbm.open", "sqlite3.connect"},
+}
+"""What touches the file system, so that a dependence through a file (the program writes an index and
+reads it back) is a dependence of the slice: see dataflow's ``FILE_SYSTEM`` location. Writers read it
+too (a write depends on the folder it writes into existing)."""
+
+
+def file_system_effect(name: str | None, method: str | None, mode: str | None) -> tuple[bool, bool]:
+    """(reads, writes): what a call does to the file system. ``name`` is the callee's dotted name when
+    it has one (``os.path.exists``, ``handle.write``), ``method`` the attribute called (``write``) when
+    the callee is one, ``mode`` an opener's mode ("?" when not a constant string, None when absent)."""
+    table = FILE_SYSTEM
+    if name is not None and (name in table["openers"] or name.rsplit(".", 1)[-1] == "open"):
+        writes = name == "os.open" or mode == "?" or (mode is not None and any(c in mode for c in "wax+"))
+        return True, writes
+    if name is not None and (name in table["writes"] or name in table["reads"]):
+        return True, name in table["writes"]
+    if method is None and name is not None and "." not in name:  # from os import listdir
+        writes = any(f.endswith("." + name) for f in table["writes"])
+        return writes or any(f.endswith("." + name) for f in table["reads"]), writes
+    if method is not None:
+        return method in table["reading_methods"] or method in table["writing_methods"], method in table["writing_methods"]
+    return False, False
+
+
 def _matches(name: str, table: set[str]) -> bool:
     if name in table:
         return True

@@ -35,7 +35,7 @@ import networkx as nx
 
 from .callgraph import CallGraph
 from .cfg import build_cfg, collect_units, iter_units
-from .dataflow import ANY, ATTR_ANY, ATTR_PREFIX, RET, Access, Scopes, accesses, reaching_definitions
+from .dataflow import ANY, ATTR_ANY, ATTR_PREFIX, RET, Access, Scopes, accesses, dotted_name, reaching_definitions
 from .ir import CFG, CodeUnit
 from .pdg import control_dependences
 from .program import Program, SourceFile
@@ -845,7 +845,7 @@ def _nonlocal(loc: tuple, proc: Procedure) -> bool:
     if loc[0] == "var":
         own = loc[1] == proc.key[0] and loc[2] == proc.unit.qualname
         return not own or proc.unit.kind == "module"
-    return loc[0] in ("attr", "any")
+    return loc[0] in ("attr", "any", "fs")
 
 
 def _propagate_effects(sdg: SDG) -> None:
@@ -955,8 +955,8 @@ def _call_ref(sdg: SDG, call: CallRecord) -> set:
 
 def _mutated_roots(sdg: SDG, proc: Procedure, call: CallRecord) -> set:
     """Root locations of the arguments (and receiver) a program call may mutate: those bound to a
-    parameter some callee writes through, under either binding (a bound method's receiver is its first
-    parameter, a plain call's first argument is). Every argument and receiver of the vertex's calls when
+    parameter some callee writes through (a bound method's receiver is its first parameter, see
+    _bindings). Every argument and receiver of the vertex's calls when
     the binding cannot be read off the call (an implicit call, ``*args``/``**kwargs`` given, a mutated
     ``*args``/``**kwargs`` parameter)."""
     mutating = [sdg.procs[c] for c in call.callees if sdg.procs[c].mutates_args]
@@ -974,7 +974,7 @@ def _mutated_roots(sdg: SDG, proc: Procedure, call: CallRecord) -> set:
                 (signature.kwarg and signature.kwarg.arg in callee.mutated_params):
             return _argument_roots(proc, call.vertex, sdg)
         positional = [a.arg for a in [*signature.posonlyargs, *signature.args]]
-        for bound in (0, 1):
+        for bound in _bindings(sdg, proc, callee, node):
             if bound and positional and positional[0] in callee.mutated_params and isinstance(node.func, ast.Attribute):
                 mutated.append(node.func.value)
             for i, arg in enumerate(node.args):
@@ -982,6 +982,22 @@ def _mutated_roots(sdg: SDG, proc: Procedure, call: CallRecord) -> set:
                     mutated.append(arg)
         mutated += [k.value for k in node.keywords if k.arg in callee.mutated_params]
     return {root for part in mutated if (root := _argument_root(proc, part, sdg)) is not None}
+
+
+def _bindings(sdg: SDG, caller: Procedure, callee: Procedure, node: ast.Call) -> tuple[int, ...]:
+    """How many leading parameters of ``callee`` the call binds implicitly: 1 for a method called on an
+    instance (``obj.m(x)``, ``super().m(x)``, a bound method held in a variable, a class's constructor),
+    0 for a plain function, a static method or a method called through its class (``Base.m(self, x)``)."""
+    unit = callee.unit
+    decorators = {dotted_name(d) for d in getattr(unit.node, "decorator_list", ())}
+    if unit.parent is None or unit.parent.kind != "class" or "staticmethod" in decorators:
+        return (0,)
+    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+    if isinstance(receiver, ast.Name) and "classmethod" not in decorators:
+        named = _module_binding(sdg, caller.key[0], receiver.id)
+        if receiver.id == unit.parent.node.name or (named is not None and sdg.procs[named].unit.kind == "class"):
+            return (0,)
+    return (1,)
 
 
 def _argument_roots(proc: Procedure, vertex_id: int, sdg: SDG) -> set:

@@ -104,3 +104,52 @@ def test_counting_calls_made_in_a_comprehension_keeps_the_comprehension_not_the_
     assert line_of(root, "main.py", "results = [handle(w)") in lines
     rows = check_fidelity(session, root, [["2", "1", "a", "b", "c"], ["2", "1"]], ["main.py:handle:call"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+FILES = {"main.py": '''
+    import os
+    import sys
+    import tempfile
+
+
+    def index_path():
+        return os.path.join(tempfile.gettempdir(), f"mantispy-index-{os.getpid()}.txt")
+
+
+    def save(words):
+        with open(index_path(), "w") as handle:
+            for word in words:
+                handle.write(word + "\\n")
+
+
+    def load():
+        if not os.path.exists(index_path()):
+            return []
+        with open(index_path()) as handle:
+            return handle.read().split()
+
+
+    def main():
+        save(sys.argv[1:])
+        count = 0
+        for word in load():
+            count += 1
+        os.remove(index_path())
+        print(count)
+
+
+    main()
+'''}
+
+
+def test_a_file_written_then_read_back_is_a_dependence(tmp_path):
+    """Whoosh writes its index to files and reads it back: the loop over what ``load`` reads depends
+    on ``save``'s writes, which the slice must keep though no variable connects the two (each computes
+    the path on its own)."""
+    root = write_program(tmp_path / "files", FILES)
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:loop:1")
+    lines = kept_lines(result, "main.py")
+    assert line_of(root, "main.py", 'handle.write(word') in lines, result.kept
+    rows = check_fidelity(session, root, [["a", "b", "c"], []], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
