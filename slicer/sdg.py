@@ -1118,6 +1118,8 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         sdg.graph.add_node(node(vid))
     for a, b, kind in control_dependences(cfg):
         sdg.add_edge(node(a), node(b), "control", kind)
+    for handler, statement, label in _catching(cfg):
+        sdg.add_edge(node(handler), node(statement), "control", label)
     own_scope = proc.unit.qualname if proc.unit.kind != "module" else None
     wide = proc.wide or any(sdg.procs[c].wide for call in proc.calls for c in call.callees)
     covers = _heap_covers(sdg, proc) if wide else {}
@@ -1187,6 +1189,52 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
                     sdg.add_edge(node(d), fout, "data", ARGMUT)
         for d in proc.alias_writes:
             sdg.add_edge(node(d), fout, "data", ARGMUT)
+
+
+def _catching(cfg) -> list[tuple[int, int, str]]:
+    """(handler, vertex, label) dependences that keep a kept statement's exceptions where the program
+    has them: a statement that may raise into a handler of its own unit depends on that handler and on
+    the handlers after it in the same ``try`` ("catch": without them the evaluator would die where the
+    program goes on), and a handler on the jumps in its body that decide whether the exception goes on
+    (``raise``, ``return``, ``break``, ``continue``: "rethrow")."""
+    vertices = cfg.vertices
+    found: list[tuple[int, int, str]] = []
+    chains: dict[int, list[int]] = {}
+    for a, h, data in cfg.graph.edges(data=True):
+        if data.get("kind") != "exception" or vertices[h].kind != "handler":
+            continue
+        chain = chains.get(h)
+        if chain is None:
+            chain, current = [], h
+            while current is not None and vertices[current].kind == "handler" and current not in chain:
+                chain.append(current)
+                current = next((b for _, b, d in cfg.graph.out_edges(current, data=True)
+                                if d.get("kind") == "false" and vertices[b].kind == "handler"), None)
+            chains[h] = chain
+        found.extend((handler, a, "catch") for handler in chain)
+    jumps = {id(v.node): v.id for v in vertices.values()
+             if v.kind == "stmt" and isinstance(v.node, (ast.Raise, ast.Return, ast.Break, ast.Continue))}
+    for v in vertices.values():
+        if v.kind != "handler" or not isinstance(v.node, ast.ExceptHandler):
+            continue
+        for stmt in _own_statements(v.node.body):
+            if id(stmt) in jumps:
+                found.append((jumps[id(stmt)], v.id, "rethrow"))
+    return found
+
+
+def _own_statements(body: list[ast.stmt]):
+    """The statements of a block and of the blocks nested in it, not those of nested functions or classes."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(stmt, field, ()) or ():
+                if isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    yield from _own_statements(child.body)
+                elif isinstance(child, ast.stmt):
+                    yield from _own_statements([child])
 
 
 def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:

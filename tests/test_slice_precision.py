@@ -153,3 +153,46 @@ def test_a_file_written_then_read_back_is_a_dependence(tmp_path):
     assert line_of(root, "main.py", 'handle.write(word') in lines, result.kept
     rows = check_fidelity(session, root, [["a", "b", "c"], []], ["main.py:main:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+CAUGHT = {"main.py": '''
+    import os
+    import sys
+    import tempfile
+
+
+    def ensure(folder):
+        try:
+            os.makedirs(folder)
+        except OSError:
+            if not os.path.isdir(folder):
+                raise
+
+
+    def main():
+        base = tempfile.mkdtemp()
+        for i in range(int(sys.argv[1])):
+            ensure(os.path.join(base, f"part{i % 2}"))
+        count = 0
+        for name in os.listdir(base):
+            count += 1
+        print(count)
+
+
+    main()
+'''}
+
+
+def test_a_kept_statement_that_may_raise_keeps_the_handler_that_catches_it(tmp_path):
+    """``os.makedirs`` is kept (``listdir`` reads what it creates); its second call raises
+    FileExistsError, which the program's handler swallows. Dropping the handler (nothing in the slice
+    reads what it computes) let the evaluator die where the program goes on: Whoosh's evaluators
+    failed so on ``FileStorage.create``."""
+    root = write_program(tmp_path / "caught", CAUGHT)
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:loop:2")
+    lines = kept_lines(result, "main.py")
+    assert line_of(root, "main.py", "os.makedirs(folder)") in lines
+    assert line_of(root, "main.py", "except OSError:") in lines, result.kept
+    rows = check_fidelity(session, root, [["3"], ["1"]], ["main.py:main:loop:2"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
