@@ -379,9 +379,8 @@ class _Collector(ast.NodeVisitor):
         by name and a real file's)."""
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
         mode_arg = next((k.value for k in node.keywords if k.arg == "mode"), None)
-        if mode_arg is None:
-            position = 0 if method == "open" and name not in ("os.open", "io.open", "builtins.open", "codecs.open") \
-                and not (name or "").startswith(("gzip.", "bz2.", "lzma.")) else 1
+        if mode_arg is None:  # a path object's ``open(mode)`` takes the mode first, ``open(path, mode)`` second
+            position = 0 if method == "open" and name not in externals.FILE_SYSTEM["openers"] else 1
             mode_arg = node.args[position] if len(node.args) > position else None
         mode = None if mode_arg is None else (
             mode_arg.value if isinstance(mode_arg, ast.Constant) and isinstance(mode_arg.value, str) else "?")

@@ -1323,33 +1323,26 @@ def _passed_bindings(sdg: SDG, proc: Procedure, result_only: dict[int, CallRecor
         value = _stored_value(proc.cfg.vertices[vid].node)
         if not isinstance(value, ast.Call) or call.implicit:
             continue
-        roots = [*value.args, *(k.value for k in value.keywords if k.arg is not None)]
-        if isinstance(value.func, ast.Attribute):
-            roots.append(value.func.value)
-        names = set()
-        for part in roots:
-            while isinstance(part, ast.Attribute):
-                part = part.value
-            if isinstance(part, ast.Name):
-                names.add(part.id)
-        names = {n for n in names if not _read_elsewhere(value, n)}
-        found[vid] = {scopes.resolve(proc.unit, n) for n in names}
+        found[vid] = {scopes.resolve(proc.unit, name) for name in _passed_names(value)}
     return found
 
 
-def _read_elsewhere(value: ast.Call, name: str) -> bool:
-    """Whether ``name`` occurs in the call other than as a passed object or the root of one (``a[i]``,
-    ``*a``, ``a + b``, ``a.b[c]`` read what ``a`` holds)."""
-    allowed: set[int] = set()
+def _passed_names(value: ast.Call) -> set[str]:
+    """The names a call only passes on: each occurrence is an argument, the receiver, or the root of an
+    attribute chain that is one (``a`` in ``f(a, a.b)``, not in ``f(a[i])``, ``f(*a)`` or ``f(a + b)``,
+    which read what ``a`` holds)."""
     parts = [*value.args, *(k.value for k in value.keywords if k.arg is not None)]
     if isinstance(value.func, ast.Attribute):
         parts.append(value.func.value)
+    roots = []
     for part in parts:
         while isinstance(part, ast.Attribute):
-            allowed.add(id(part))
             part = part.value
-        allowed.add(id(part))
-    return any(isinstance(n, ast.Name) and n.id == name and id(n) not in allowed for n in ast.walk(value))
+        if isinstance(part, ast.Name):
+            roots.append(part)
+    passed = {id(n) for n in roots}
+    elsewhere = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and id(n) not in passed}
+    return {n.id for n in roots} - elsewhere
 
 
 def _stored_value(stmt: ast.AST) -> ast.AST | None:
