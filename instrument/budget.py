@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mantispy.launch import Measurement, program_argv, program_env, run_measured
+from mantispy.core.launch import Measurement, program_argv, program_env, run_measured
 
 from .manifest import Manifest, Removal, manifest_path
 from .transformer import Options

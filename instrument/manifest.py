@@ -29,6 +29,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from mantispy.core.types import Span
 
 MANIFEST_FORMAT = "mantispy-manifest"
 MANIFEST_VERSION = 1
@@ -36,7 +37,6 @@ FEATURE_KINDS = ("loop", "branch", "call", "exception", "value")
 FAMILIES = ("loops", "branches", "calls", "exceptions", "values")
 FAMILY_OF_KIND = dict(zip(FEATURE_KINDS, FAMILIES))
 
-Span = tuple[int, int, int, int]  # start line, start column, end line, end column (lines 1-based)
 
 
 @dataclass

@@ -65,7 +65,7 @@ class ModuleResult:
     shifted_lines: int
 
 
-class _DeclarationScanner(cst.CSTVisitor):
+class DeclarationScanner(cst.CSTVisitor):
     """Collects ``global`` / ``nonlocal`` names of one function body, not of nested scopes."""
 
     def __init__(self) -> None:
@@ -126,7 +126,7 @@ class _HasScopeSensitiveCode(cst.CSTVisitor):
 _EMPTY_MODULE = cst.Module(body=[])
 
 
-def _tapped(j: int, value: cst.BaseExpression) -> cst.BaseExpression:
+def tapped(j: int, value: cst.BaseExpression) -> cst.BaseExpression:
     """The assigned value, recorded on its way in: written twice behind the guard when that is safe
     and keeps the line count (no yield/await/walrus/lambda/comprehension, one line), else one call."""
     scanner = _HasScopeSensitiveCode()
@@ -314,7 +314,7 @@ class Instrumenter(cst.CSTTransformer):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         parent = self.scope
         scope = _Scope("function", self._qualname(node.name.value))
-        scanner = _DeclarationScanner()
+        scanner = DeclarationScanner()
         node.body.visit(scanner)
         scope.globals, scope.nonlocals = scanner.globals, scanner.nonlocals
         params = node.params
@@ -556,7 +556,7 @@ class Instrumenter(cst.CSTTransformer):
             if len(stmt.targets) == 1 and attribute_targets:
                 j = self._attribute_site(attribute_targets[0], original)
                 if j is not None:
-                    stmt = stmt.with_changes(value=_tapped(j, stmt.value))
+                    stmt = stmt.with_changes(value=tapped(j, stmt.value))
             return stmt, after
         if isinstance(stmt, cst.AnnAssign) and stmt.value is not None:
             if isinstance(stmt.target, cst.Name):
@@ -564,7 +564,7 @@ class Instrumenter(cst.CSTTransformer):
             if isinstance(stmt.target, cst.Attribute):
                 j = self._attribute_site(stmt.target, original)
                 if j is not None:
-                    return stmt.with_changes(value=_tapped(j, stmt.value)), []
+                    return stmt.with_changes(value=tapped(j, stmt.value)), []
             return stmt, []
         if isinstance(stmt, cst.AugAssign):
             if isinstance(stmt.target, cst.Name):
@@ -632,7 +632,7 @@ def _is_future_import(stmt: cst.BaseStatement) -> bool:
     )
 
 
-def _insert_header(module: cst.Module, header: list[cst.BaseSmallStatement]) -> tuple[cst.Module, bool]:
+def insert_header(module: cst.Module, header: list[cst.BaseSmallStatement]) -> tuple[cst.Module, bool]:
     """Put the runtime import after the docstring and future imports, on an existing line if possible."""
     body = list(module.body)
     anchor = None  # index of the line we append to
@@ -682,7 +682,7 @@ def instrument_source(source: str, rel_path: str, options: Options | None = None
     new_module = wrapper.visit(instrumenter)
     if instrumenter.counter_ids or instrumenter.variable_ids:
         header = _header(rel_path, instrumenter.counter_ids, instrumenter.variable_ids, options.k)
-        new_module, _ = _insert_header(new_module, header)
+        new_module, _ = insert_header(new_module, header)
     code = new_module.code
     # Lines are only ever added, never removed, so the difference is exactly the lines that moved.
     shifted = code.count("\n") - source.count("\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from mantispy import __version__
+from mantispy.core.version import VERSION as __version__
 
 from .manifest import FileRecord, Manifest, manifest_path
 from .transformer import Options, instrument_source
@@ -55,7 +55,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _walk(src: Path) -> Iterator[Path]:
+def walk_sources(src: Path) -> Iterator[Path]:
     """Files below src in a stable order, skipping caches and VCS folders."""
     for root, dirs, files in os.walk(src):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info"))
@@ -115,7 +115,7 @@ def instrument_tree(
     src, out = Path(src), Path(out)
     check_paths(src, out, force)
     root = src if src.is_dir() else src.parent
-    files = list(_walk(src)) if src.is_dir() else [src]
+    files = list(walk_sources(src)) if src.is_dir() else [src]
 
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

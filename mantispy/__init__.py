@@ -1,3 +1,5 @@
 """mantispy: predict a Python program's cost on an input before running it (the Mantis system for Python)."""
 
-__version__ = "0.1.0"
+from mantispy.core.version import VERSION as __version__
+
+__all__ = ["__version__"]

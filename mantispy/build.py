@@ -36,6 +36,7 @@ from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, load_spec
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
 from mantispy.modeling.fitting import FitRequest, fit_campaign, measured_metric, resolve_metric, split_inputs
+from mantispy.errors import BuildError
 from mantispy.modeling.spore import ModelingError
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
@@ -48,10 +49,6 @@ DEFAULT_METRICS = ("wall_s", "cpu_s", "work_s", "max_rss_kb")
 UNITS = {"wall_s": "s", "cpu_s": "s", "work_s": "s", "max_rss_kb": "KiB"}
 
 Log = Callable[[str], None]
-
-
-class BuildError(Exception):
-    """The build cannot go on; the message names the file or stage and what to do."""
 
 
 @dataclass
@@ -591,9 +588,9 @@ class Builder:
 
     def entry_file(self, meter: CostMeter) -> str | None:
         """The entry's file in the program (feature ids start with it), or None."""
-        from mantispy.slicer.evaluators import _entry_file
+        from mantispy.slicer.evaluators import entry_path
 
-        return _entry_file(meter.session.program, entry_string(self.spec))
+        return entry_path(meter.session.program, entry_string(self.spec))
 
     def calibration_inputs(self, frame, count: int = 5) -> list[dict[str, Any]]:
         """Inputs spread over the range of CPU time, for ``mantispy calibrate`` to re-run elsewhere."""

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from mantispy.launch import program_argv
+from mantispy.core.launch import program_argv
 from mantispy.profiler import RunTask, environment_fingerprint, execute
 
 

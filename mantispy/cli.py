@@ -14,14 +14,9 @@ from pathlib import Path
 
 import click
 
-from mantispy import __version__
-
-
-class UserError(click.ClickException):
-    """A one-line error for the user; exit status 1."""
-
-    def show(self, file=None) -> None:  # noqa: D102 - click API
-        click.echo(f"mantispy: error: {self.format_message()}", err=True)
+from mantispy.cli_build import register as _register_product_verbs
+from mantispy.core.version import VERSION as __version__
+from mantispy.errors import UserError
 
 
 def _families(value: str | None) -> frozenset[str]:
@@ -88,7 +83,7 @@ def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[st
     except InstrumentError as exc:
         raise UserError(str(exc)) from None
     except Exception as exc:  # launching calibration runs
-        from mantispy.launch import LaunchError
+        from mantispy.core.launch import LaunchError
 
         if isinstance(exc, LaunchError):
             raise UserError(str(exc)) from None
@@ -124,7 +119,7 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
     exit, sys.exit, uncaught exception or SIGTERM; os._exit loses them).
     """
     from mantispy.instrument.manifest import manifest_path
-    from mantispy.launch import LaunchError, program_argv, program_env, run_measured
+    from mantispy.core.launch import LaunchError, program_argv, program_env, run_measured
 
     if not manifest_path(out).exists():
         raise UserError(f"{out}: not an instrumented folder (no .mantis/manifest.json); run mantispy instrument first")
@@ -152,7 +147,7 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
         env.update(recording_env(out, raw_calls))
     measurement = run_measured(argv, env)
     if observed_calls is not None:
-        from mantispy.slicer.hybrid import record_build_run
+        from mantispy.slicer.observations import record_build_run
 
         merged = record_build_run(raw_calls, out, observed_calls, log=lambda m: click.echo(f"mantispy: warning: {m}", err=True))
         calls_tmp.cleanup()
@@ -682,7 +677,8 @@ def _slice_session(src: Path, entry: str):
 
 def _hybrid_session(session, observed_calls: Path):
     """A session whose unresolved calls take their observed callees (shares ``session``'s call graph)."""
-    from mantispy.slicer.hybrid import ObservationsError, hybrid_session
+    from mantispy.slicer.hybrid import hybrid_session
+    from mantispy.slicer.observations import ObservationsError
 
     try:
         return hybrid_session(session, observed_calls)
@@ -789,8 +785,6 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
     if out is not None:
         out.write_text(json.dumps([{**asdict(r), "fidelity": r.fidelity} for r in rows], indent=1) + "\n")
 
-
-from mantispy.cli_build import register as _register_product_verbs  # noqa: E402
 
 _register_product_verbs(cli)
 

@@ -10,11 +10,7 @@ from pathlib import Path
 
 import click
 
-
-def _user_error():
-    from mantispy.cli import UserError
-
-    return UserError
+from mantispy.errors import BuildError, UserError
 
 
 @click.command()
@@ -51,7 +47,7 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
           validate_inputs: int | None, static_only: bool, force: bool, form: str, repeats: int | None,
           no_inputs: bool, solver: str, frontier: str | None) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
-    from mantispy.build import BuildError, BuildOptions
+    from mantispy.build import BuildOptions
     from mantispy.build import build as run_build
     from mantispy.campaign import SpecError
     from mantispy.store import StoreError
@@ -67,20 +63,18 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
     try:
         record = run_build(options, log=lambda m: click.echo(m, err=True))
     except (BuildError, SpecError, StoreError) as exc:
-        raise _user_error()(str(exc)) from None
+        raise UserError(str(exc)) from None
     print_validation(record)
     click.echo(f"predictor written to {out}: mantispy predict {out} -- ARGS...  |  mantispy report {out} -o report.html")
 
 
 def _build_frontier(options, text: str) -> None:
     """``build --frontier``: one predictor per budget, then the trade-off table."""
-    from mantispy.build import BuildError
     from mantispy.build import build as run_build
     from mantispy.campaign import SpecError
     from mantispy.frontier import parse_budgets, run_frontier, table_lines
     from mantispy.store import StoreError
 
-    UserError = _user_error()
     try:
         budgets = parse_budgets(text)
     except ValueError as exc:
@@ -167,7 +161,6 @@ def print_validation(record: dict) -> None:
 def predict(predictor: Path, kwargs_json: str | None, cwd: Path | None, timeout: float | None, as_json: bool,
             extrapolate: bool, args: tuple[str, ...]) -> None:
     """Estimate the program's metrics for one input: mantispy predict predictors/NAME -- ARGS..."""
-    UserError = _user_error()
     module = load_predictor(predictor)
     kwargs = {}
     if kwargs_json is not None:
@@ -202,7 +195,6 @@ def load_predictor(folder: Path):
     """Import a predictor package from its folder (under a private module name)."""
     import importlib.util
 
-    UserError = _user_error()
     init = Path(folder) / "__init__.py"
     if not init.is_file() or not (Path(folder) / "models.json").is_file():
         raise UserError(f"{folder}: not a predictor package (no __init__.py / models.json); make one with mantispy build")
@@ -225,7 +217,7 @@ def report(predictor: Path, out: Path) -> None:
     try:
         path = write_report(predictor, out)
     except ReportError as exc:
-        raise _user_error()(str(exc)) from None
+        raise UserError(str(exc)) from None
     record = json.loads((Path(predictor) / "build.json").read_text(encoding="utf-8"))
     print_validation(record)
     click.echo(f"report: {path}  (open it in a browser; no server needed)")
@@ -244,7 +236,7 @@ def calibrate(predictor: Path, repeats: int) -> None:
     try:
         data = run_calibration(predictor, module, repeats=repeats, log=lambda m: click.echo(m, err=True))
     except (CalibrationError, module.PredictionError) as exc:
-        raise _user_error()(f"{predictor}: {exc}") from None
+        raise UserError(f"{predictor}: {exc}") from None
     click.echo(f"seconds per unit of work on this machine: {data['seconds_per_unit']:.4g} "
                f"(from {len(data['inputs'])} input(s)); written to {predictor}/calibration.json")
 

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mantispy.errors import BuildError
 from mantispy.modeling import artefact, selection
 from mantispy.modeling.fitting import measured_metric
 from mantispy.runtime import descriptors
@@ -50,7 +51,6 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
              record: dict[str, Any], out: Path) -> None:
     """Emit the combined evaluator, run it on the held-out inputs, and fill ``record`` with the
     validation of every metric (model vs actual vs black box), the evaluator's cost and its fidelity."""
-    from mantispy.build import BuildError
     from mantispy.slicer.evaluators import EvaluatorError, run_evaluator
     from mantispy.slicer.warm_client import WarmError, WarmEvaluator
 

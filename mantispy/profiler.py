@@ -26,7 +26,7 @@ from typing import Any
 
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec
 from mantispy.instrument.manifest import Manifest, manifest_path
-from mantispy.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
+from mantispy.core.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
 from mantispy.measurement import (CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, repeats_by_input,
                                   run_context)
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
@@ -127,7 +127,7 @@ def _kill_group(pid: int) -> None:
 
 def environment_fingerprint() -> dict[str, Any]:
     """Where the campaign ran: timings are only comparable on the same machine and software."""
-    from mantispy import __version__
+    from mantispy.core.version import VERSION as __version__
 
     cpu = ""
     try:
@@ -174,10 +174,10 @@ def instrument_tree_hash(source: Path) -> str:
     """The manifest's source hash of ``source`` as it is now (same recipe as instrument_tree)."""
     import hashlib
 
-    from mantispy.instrument.tree import _walk
+    from mantispy.instrument.tree import walk_sources
 
     root = source if source.is_dir() else source.parent
-    files = list(_walk(source)) if source.is_dir() else [source]
+    files = list(walk_sources(source)) if source.is_dir() else [source]
     digest = hashlib.sha256()
     for path in files:
         if path.suffix == ".py":

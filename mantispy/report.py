@@ -22,7 +22,7 @@ from itertools import count
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from mantispy import __version__
+from mantispy.core.version import VERSION as __version__
 
 BUILD_FORMAT = "mantispy-build"
 BUILD_VERSION = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import __version__
+from mantispy.core.version import VERSION as __version__
 
 
 def standalone_runtime_dir(dest: Path) -> Path:

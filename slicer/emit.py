@@ -75,12 +75,13 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from mantispy.instrument import codegen
 from mantispy.instrument.manifest import FAMILY_OF_KIND, Feature, ValueSite
-from mantispy.instrument.transformer import (Options, _DeclarationScanner, _insert_header, _tapped,
+from mantispy.instrument.transformer import (Options, DeclarationScanner, insert_header, tapped,
                                               instrument_source)
 from mantispy.runtime import values as _values_module
 from mantispy.slicer import guard as _guard_module
 from mantispy.slicer.program import Program, SourceFile
-from mantispy.slicer.slice_result import SliceResult, Span
+from mantispy.core.types import Span
+from mantispy.slicer.slice_result import SliceResult
 
 EVAL_MODULE = "_mantis_eval"
 GUARD_MODULE = "_mantis_guard"
@@ -223,6 +224,11 @@ class _Parsed:
         self.module = self.wrapper.module
         self.positions = self.wrapper.resolve(PositionProvider)
         self.text = _Text(source.source)
+        # Memos that refer to this tree's nodes by id(): they live and die with the tree, so an id is
+        # never read back after its node is gone.
+        self.names: dict[int, frozenset[str]] = {}  # node -> the names its subtree reads
+        self.plans: dict[tuple, _Plan] = {}  # plan_file's arguments -> plan
+        self.rewrites: dict[tuple, str] = {}  # (kept nodes, hoisted nodes) -> sliced text without probes
 
     def char_span(self, node: cst.CSTNode) -> Span:
         """libcst span (character columns)."""
@@ -283,23 +289,19 @@ class _Names(cst.CSTVisitor):
         return False
 
 
-_NAMES_CACHE: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
-
-
-def _names_in(nodes: Iterable[cst.CSTNode | None]) -> set[str]:
-    """Every name in the subtrees (memoised per node: parsed trees are shared between emissions)."""
+def _names_in(parsed: _Parsed, nodes: Iterable[cst.CSTNode | None]) -> set[str]:
+    """Every name in the subtrees of ``parsed``'s nodes (memoised per node: parsed trees are shared between
+    emissions)."""
     names: set[str] = set()
     for node in nodes:
         if node is None:
             continue
-        cached = _NAMES_CACHE.get(id(node))
-        if cached is None or cached[0] is not node:
+        cached = parsed.names.get(id(node))
+        if cached is None:
             visitor = _Names()
             node.visit(visitor)
-            if len(_NAMES_CACHE) > 500_000:
-                _NAMES_CACHE.clear()
-            cached = _NAMES_CACHE[id(node)] = (node, frozenset(visitor.names))
-        names |= cached[1]
+            cached = parsed.names[id(node)] = frozenset(visitor.names)
+        names |= cached
     return names
 
 
@@ -384,7 +386,7 @@ class _Planner:
 
     def keep(self, node: cst.CSTNode, *name_sources: cst.CSTNode | None, count: bool = True) -> None:
         self.plan.keep.add(id(node))
-        self.plan.used |= _names_in(name_sources)
+        self.plan.used |= _names_in(self.p, name_sources)
         if count:
             self.plan.kept_statements += 1
 
@@ -568,21 +570,16 @@ class _Planner:
         return False
 
 
-_PLAN_CACHE: dict[tuple, _Plan] = {}
-_REWRITE_CACHE: dict[tuple, str] = {}
-
-
 def plan_file(parsed: _Parsed, kept: Sequence[Span], keep_units: set[str], required: set[str],
               forced: set[int]) -> _Plan:
     """Plan one file to its import fixpoint (kept code -> names it reads -> imports binding them).
-    Memoised: slices of one program often keep the same parts of a library file."""
-    key = (id(parsed), tuple(sorted(tuple(k) for k in kept)), frozenset(keep_units), frozenset(required),
-           frozenset(forced))
-    found = _PLAN_CACHE.get(key)
+    Memoised on the parsed file: slices of one program often keep the same parts of a library file."""
+    key = (tuple(sorted(tuple(k) for k in kept)), frozenset(keep_units), frozenset(required), frozenset(forced))
+    found = parsed.plans.get(key)
     if found is None:
-        if len(_PLAN_CACHE) > 20_000:
-            _PLAN_CACHE.clear()
-        found = _PLAN_CACHE[key] = _plan_file(parsed, kept, keep_units, required, forced)
+        if len(parsed.plans) > 2_000:
+            parsed.plans.clear()
+        found = parsed.plans[key] = _plan_file(parsed, kept, keep_units, required, forced)
     return found
 
 
@@ -707,7 +704,7 @@ class _Rewriter(cst.CSTTransformer):
         self.probe(criterion)
         if detail == "attribute":
             if isinstance(stmt, (cst.Assign, cst.AnnAssign)) and stmt.value is not None:
-                return stmt.with_changes(value=_tapped(criterion.slot, stmt.value)), []
+                return stmt.with_changes(value=tapped(criterion.slot, stmt.value)), []
             if isinstance(stmt, cst.AugAssign):
                 return stmt, [_record(criterion.slot, stmt.target.deep_clone())]
         return stmt, [_record(criterion.slot, _variable_expr(criterion.variable))]
@@ -892,7 +889,7 @@ class _Rewriter(cst.CSTTransformer):
 
 
 def _declarations(body: cst.BaseSuite) -> tuple[set[str], set[str]]:
-    scanner = _DeclarationScanner()
+    scanner = DeclarationScanner()
     body.visit(scanner)
     return scanner.globals, scanner.nonlocals
 
@@ -1135,9 +1132,9 @@ class _Emission:
         assert work.plan is not None
         has_criteria = path in self.criterion_files
         criteria = [c for c in self.criteria if c.feature.file == path]
-        key = (id(work.parsed), frozenset(work.plan.keep), frozenset(work.plan.hoist))
-        if not has_criteria and key in _REWRITE_CACHE:  # the same cut of a file without probes
-            return _REWRITE_CACHE[key]
+        key = (frozenset(work.plan.keep), frozenset(work.plan.hoist))
+        if not has_criteria and key in work.parsed.rewrites:  # the same cut of a file without probes
+            return work.parsed.rewrites[key]
         rewriter = _Rewriter(work.parsed, work.plan, criteria, self.targets.get(path, {}))
         module = work.parsed.module.visit(rewriter)
         for slot, count in rewriter.probes.items():
@@ -1145,13 +1142,13 @@ class _Emission:
         if has_criteria:
             if not any(rewriter.probes.get(c.slot) for c in criteria):
                 raise EmitError(f"{criteria[0].feature.id}: no probe could be inserted (construct not kept?)")
-            module, _ = _insert_header(module, _header())
+            module, _ = insert_header(module, _header())
         code = module.code
         compile(code, path, "exec")
         if not has_criteria:
-            if len(_REWRITE_CACHE) > 5_000:
-                _REWRITE_CACHE.clear()
-            _REWRITE_CACHE[key] = code
+            if len(work.parsed.rewrites) > 500:
+                work.parsed.rewrites.clear()
+            work.parsed.rewrites[key] = code
         return code
 
 

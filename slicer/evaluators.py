@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mantispy.instrument.transformer import Options, instrument_source
-from mantispy.launch import program_argv, program_env
+from mantispy.core.launch import program_argv, program_env
 
 from .callgraph import build_call_graph
 from .emit import EmitError, emit_slice
@@ -40,16 +40,16 @@ class SliceSession:
     """One program, analysed once, sliced many times."""
 
     def __init__(self, src: Path, entry: str, observed_calls=None, reuse: SliceSession | None = None) -> None:
-        """``observed_calls`` (a path, JSON document or hybrid.Observations) makes the slices hybrid:
-        call sites static inference left unresolved get their observed callees (see hybrid.py).
+        """``observed_calls`` (a path, JSON document or observations.Observations) makes the slices hybrid:
+        call sites static inference left unresolved get their observed callees (see observations.py and hybrid.py).
         ``reuse``: another session of the same program whose program and call graph are shared."""
         self.program = reuse.program if reuse is not None else Program.load(src)
         self.entry = entry
         started = time.perf_counter()
-        self.callgraph = reuse.callgraph if reuse is not None else build_call_graph(self.program, _entry_file(self.program, entry))
+        self.callgraph = reuse.callgraph if reuse is not None else build_call_graph(self.program, entry_path(self.program, entry))
         self.observed_calls = None
         if observed_calls is not None:
-            from .hybrid import Observations
+            from .observations import Observations
 
             self.observed_calls = Observations.coerce(observed_calls)
         self.sdg = build_sdg(self.program, self.callgraph, self.observed_calls)
@@ -113,8 +113,9 @@ def features_of(program: Program, k: int = 5) -> list[dict[str, Any]]:
     return features
 
 
-def _entry_file(program: Program, entry: str) -> str | None:
-    """The entry's file for the call graph (None for a module:function entry)."""
+def entry_path(program: Program, entry: str) -> str | None:
+    """The entry's file for the call graph: a script's path as given, a ``-m`` module's (or its ``__main__``'s)
+    file, a ``module:function`` entry's module file; None when the program has no such module."""
     if entry.startswith("-m "):
         module = entry[3:].strip()
         source = program.by_module.get(module) or program.by_module.get(module + ".__main__")

@@ -19,8 +19,8 @@ import ast
 from dataclasses import dataclass, field
 
 import networkx as nx
+from mantispy.core.types import Span
 
-Span = tuple[int, int, int, int]  # start line, start col, end line, end col (lines 1-based)
 
 VERTEX_KINDS = (
     "entry",  # the unit starts (parameters are bound here)

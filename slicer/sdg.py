@@ -105,7 +105,7 @@ class SDG:
     def __init__(self, program: Program, callgraph: CallGraph, observed=None) -> None:
         self.program = program
         self.callgraph = callgraph
-        # Hybrid slicing: observed calls (hybrid.Observations) resolve the sites inference could not;
+        # Hybrid slicing: observed calls (observations.Observations) resolve the sites inference could not;
         # observed_sites: (file, line, col) -> {"site", "text", "callees", "instead_of"} for those sites.
         self.observed = observed
         self.observed_sites: dict[tuple[str, int, int], dict] = {}
@@ -157,7 +157,7 @@ class SDG:
 
 def build_sdg(program: Program, callgraph: CallGraph, observed=None) -> SDG:
     """Build the whole-program SDG with its summary edges. With ``observed`` (a
-    :class:`hybrid.Observations`), call sites inference left unresolved get the callees profiling saw
+    :class:`observations.Observations`), call sites inference left unresolved get the callees profiling saw
     them reach instead of the name-based fallback (hybrid slicing); resolved sites are never changed."""
     sdg = SDG(program, callgraph, observed)
     _procedures(sdg)
@@ -1097,18 +1097,18 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     unqualify = {}
     for call in proc.calls:
         for loc in _call_mod(sdg, call) | _mutated_roots(sdg, proc, call):
-            local = _local_form(loc, file)
+            local = local_form(loc, file)
             unqualify[local] = loc
             access[call.vertex].define(local, strong=False)
             effects_def[call.vertex][local].append(call)
         for loc in _call_ref(sdg, call):
-            local = _local_form(loc, file)
+            local = local_form(loc, file)
             access[call.vertex].uses.add(local)
             effects_use[call.vertex][local].append(call)
     # Formal-ins: the entry defines (weakly) every non-local location the procedure reads; formal-in
     # vertices hang off the entry (they exist only when the procedure runs).
     for loc in proc.ref:
-        access[entry].define(_local_form(loc, file), strong=False)
+        access[entry].define(local_form(loc, file), strong=False)
         sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, loc), "control", "normal")
     sdg.add_edge(sdg.vertex(proc.key, entry), sdg.formal("fin", proc.key, ARGS), "control", "normal")
     reaching = reaching_definitions(cfg, access)
@@ -1168,7 +1168,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     # Formal-outs: what reaches the exit.
     exit_reach = reaching[cfg.exit.id]
     for loc in [RET, *proc.mod]:
-        local = _local_form(loc, file)
+        local = local_form(loc, file)
         if proc.unit.kind == "class" and loc[0] == "attr" and local not in exit_reach:
             local = ("var", proc.unit.qualname, loc[1])  # the class attribute is the class-body name
         fout = sdg.formal("fout", proc.key, loc)
@@ -1267,7 +1267,7 @@ def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
 
 
 def _sdg_form(local: tuple, file: str) -> tuple:
-    """Inverse of :func:`_local_form`."""
+    """Inverse of :func:`local_form`."""
     if local[0] == "var":
         return ("var", file, local[1], local[2])
     if local[0] == "var@":
@@ -1275,7 +1275,7 @@ def _sdg_form(local: tuple, file: str) -> tuple:
     return local
 
 
-def _local_form(loc: tuple, file: str) -> tuple:
+def local_form(loc: tuple, file: str) -> tuple:
     """SDG location -> the dataflow location used inside a procedure of ``file``."""
     if loc[0] == "var":
         return ("var", loc[2], loc[3]) if loc[1] == file else ("var@", loc[1], loc[2], loc[3])
@@ -1384,7 +1384,7 @@ def _local_mod(sdg: SDG, call: CallRecord, file: str) -> frozenset:
     key = (call.id, file)
     found = cache.get(key)
     if found is None:
-        found = cache[key] = frozenset(_local_form(m, file) for m in _call_mod(sdg, call))
+        found = cache[key] = frozenset(local_form(m, file) for m in _call_mod(sdg, call))
     return found
 
 

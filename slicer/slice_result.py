@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from mantispy.core.types import Span
 
-Span = tuple[int, int, int, int]  # start line, start column, end line, end column (lines 1-based)
 
 _FIELDS = (
     "criterion", "criterion_kind", "criterion_file", "criterion_span", "criterion_detail", "entry", "kept",

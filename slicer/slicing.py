@@ -30,7 +30,7 @@ import numpy as np
 
 from . import slice_index
 from .dataflow import RET, reaching_definitions  # noqa: F401 - reaching_definitions re-exported for tests
-from .sdg import SDG, Node, _local_form
+from .sdg import SDG, Node, local_form
 from .slice_index import SliceIndex
 
 PASS1 = slice_index.PASS1
@@ -164,7 +164,7 @@ class _CriterionIndex:
         loc = ("attr", name.rsplit(".", 1)[-1]) if "." in name else ("var", file, scope, name)
         found: set[Node] = set()
         for proc_file in self._procs:
-            found.update(self._writers.get((proc_file, _local_form(loc, proc_file)), ()))
+            found.update(self._writers.get((proc_file, local_form(loc, proc_file)), ()))
         return found
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from mantispy.instrument.budget import choose_removals, instrument_within_budget, site_counts
 from mantispy.instrument.manifest import Manifest
 from mantispy.instrument.transformer import Options
-from mantispy.launch import Measurement, program_argv, program_env, run_measured
+from mantispy.core.launch import Measurement, program_argv, program_env, run_measured
 from tests.helpers import MANTISPY
 
 PROGRAM = """

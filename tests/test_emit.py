@@ -26,6 +26,7 @@ from mantispy.slicer import guard
 from mantispy.slicer.emit import EmitError, EmitReport, emit_slice
 from mantispy.slicer.program import Program
 from mantispy.slicer.slice_result import SliceResult
+from mantispy.core.types import Span
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -218,7 +219,6 @@ def evaluator_value(out_dir: Path, args: list[str]) -> float:
 
 
 _TAG = re.compile(r"@(\w+)(?:\.(\d+))?")
-Span = tuple[int, int, int, int]
 
 
 def _span(node: ast.AST) -> Span:

@@ -295,7 +295,7 @@ def _lambda_path(est, train, test, metric_col, measured_col) -> list[dict[str, A
 
     A_train, A_test = est.design(train), est.design(test)
     y_train, y_test = train[metric_col].to_numpy(), test[measured_col].to_numpy()
-    w = est._weights(y_train)
+    w = est.sample_weights(y_train)
     rows = []
     alphas = est.lasso_alphas_
     chosen = float(alphas[int(np.argmin(np.abs(np.log(alphas) - np.log(est.alpha_))))])

@@ -157,7 +157,7 @@ class SporeRegressor(RegressorMixin, BaseEstimator):
         self.prep_: Preprocessed = preprocess(frame, columns, np.arange(n))
         if not self.prep_.columns:
             raise ModelingError("every feature is constant over the training runs; vary the inputs more")
-        w = self._weights(y)
+        w = self.sample_weights(y)
         groups = None if groups is None else np.asarray(groups)
         splits = _cv_splits(n, groups, folds, self.random_state)
         Z = self.prep_.scale(frame[self.prep_.columns].to_numpy(dtype=float))
@@ -180,7 +180,8 @@ class SporeRegressor(RegressorMixin, BaseEstimator):
         ]
         return self
 
-    def _weights(self, y: np.ndarray) -> np.ndarray:
+    def sample_weights(self, y: np.ndarray) -> np.ndarray:
+        """Per-sample weights of the least-squares fit of ``y`` (relative error: 1/y², normalised)."""
         if self.form == "log":  # a residual of log(y) is already a relative error
             return np.ones_like(y)
         if self.weighting == "relative" and np.all(y > 0):
