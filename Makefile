@@ -5,9 +5,10 @@ PY := $(VENV)/bin/python
 MANTISPY := $(VENV)/bin/mantispy
 STAMP := $(VENV)/.installed-stamp
 BENCH_STAMP := $(VENV)/.bench-stamp
+LINT_STAMP := $(VENV)/.lint-stamp
 DEMO := demo-out
 
-.PHONY: demo test bench bench-quick bench-components clean
+.PHONY: demo test lint bench bench-quick bench-components clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +29,14 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+$(LINT_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[test,lint]'
+	touch $(LINT_STAMP)
+
+# ruff on the repository, mypy on the run-time, the modeling, the shared bottom and the stage artefacts.
+lint: $(LINT_STAMP)
+	PYTHON=$(PY) bash .ci/lint
 
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[test,bench]'

@@ -4,7 +4,7 @@ A predictor keeps its evaluator warm: a server that imported the program's modul
 per input. The child used to rebuild the standard library's lazy state every time (argparse translates
 each message through gettext, whose first lookups are slow) and its garbage collections touched the
 inherited objects. The server now fills that state and freezes its objects (``gc.freeze``) before its
-first fork (slicer/emit.py, ``_warm_standard_library``).
+first fork (slicer/kit/evaluate.py, ``_warm_standard_library``).
 
 This emits the evaluator of one cheap feature of the suite's mistune workload (the ``--repeat`` loop:
 its slice is the argument parsing), makes a copy whose server skips the warm-up, and times round trips

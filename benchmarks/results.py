@@ -21,7 +21,7 @@ def machine_fingerprint() -> str:
 
     cpu = environment_fingerprint()["cpu_model"] or "unknown CPU"
     try:
-        mem_kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal")).split()[1])
+        mem_kb = int(next(row for row in Path("/proc/meminfo").read_text().splitlines() if row.startswith("MemTotal")).split()[1])
         memory = f"{mem_kb / 2**20:.0f} GiB"
     except (OSError, StopIteration, ValueError):
         memory = "? GiB"

@@ -29,6 +29,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
 from mantispy.core.types import Span
 
 MANIFEST_FORMAT = "mantispy-manifest"

@@ -28,15 +28,16 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, load_spec
+from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
 from mantispy.modeling.fitting import FitRequest, fit_campaign, measured_metric, resolve_metric, split_inputs
-from mantispy.errors import BuildError
 from mantispy.modeling.spore import ModelingError
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
@@ -271,7 +272,6 @@ class Substitutes:
     rejected, the next fit tends to pick another, so the cost loop judges them in the same round."""
 
     def __init__(self, train, threshold: float = 0.95, limit: int = 8) -> None:
-        import numpy as np
 
         columns = [c for c in train.columns if not c.startswith(("metric:", "input:"))
                    and c not in ("input_id", "repeat", "status")]
@@ -493,10 +493,9 @@ class Builder:
         return path
 
     def _observed_key(self, spec: CampaignSpec) -> str:
-        from mantispy.profiler import instrument_tree_hash
-
         import hashlib
 
+        from mantispy.profiler import instrument_tree_hash
         from mantispy.runtime import observed_calls as recorder
 
         version = hashlib.sha256(Path(recorder.__file__).read_bytes()).hexdigest()[:12]  # the recorder's format
@@ -659,7 +658,7 @@ class Builder:
             "format": BUILD_FORMAT, "version": BUILD_VERSION,
             "name": self.spec.name, "entry": entry_string(self.spec), "entry_kind": self.spec.entry.kind,
             "source": str(self.spec.source_root), "source_hash": campaign.source_hash,
-            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "machine": {"cpu": machine.get("cpu_model"), "cores": machine.get("cpu_count"),
                         "python": machine.get("python"), "platform": machine.get("platform")},
             "options": {"max_cost": self.options.max_cost, "train_fraction": self.options.train_fraction,

@@ -15,8 +15,9 @@ import json
 import os
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mantispy.core.launch import program_argv
 from mantispy.profiler import RunTask, environment_fingerprint, execute
@@ -74,7 +75,7 @@ def calibrate(folder: Path, module, repeats: int = 3, log: Callable[[str], None]
         log(f"input {item['id']}: CPU {cpu:.3f} s, work {work:.3f} s of the build machine")
     data = {"seconds_per_unit": statistics.median(ratios), "inputs": measured, "repeats": repeats,
             "machine": environment_fingerprint(),
-            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     tmp = folder / "calibration.json.tmp"
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     tmp.replace(folder / "calibration.json")

@@ -118,14 +118,14 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
     The program's output and exit status are its own; the features land in F when it ends (normal
     exit, sys.exit, uncaught exception or SIGTERM; os._exit loses them).
     """
-    from mantispy.instrument.manifest import manifest_path
     from mantispy.core.launch import LaunchError, program_argv, program_env, run_measured
+    from mantispy.instrument.manifest import manifest_path
 
     if not manifest_path(out).exists():
         raise UserError(f"{out}: not an instrumented folder (no .mantis/manifest.json); run mantispy instrument first")
     extra: list[Path] = []
     if python is not None:
-        from mantispy.runtime.standalone import standalone_runtime_dir
+        from mantispy.standalone_runtime import standalone_runtime_dir
 
         extra.append(standalone_runtime_dir(out / ".mantis" / "pyroot"))
     features_out = features_out.resolve()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 

@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec
-from mantispy.instrument.manifest import Manifest, manifest_path
 from mantispy.core.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
-from mantispy.measurement import (CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, repeats_by_input,
-                                  run_context)
+from mantispy.instrument.manifest import Manifest, manifest_path
+from mantispy.measurement import CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, repeats_by_input, run_context
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
 
 STDERR_TAIL = 4000

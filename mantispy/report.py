@@ -18,9 +18,10 @@ import hashlib
 import html
 import json
 import math
+from collections.abc import Callable, Iterable
 from itertools import count
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from mantispy.core.version import VERSION as __version__
 

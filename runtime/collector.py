@@ -18,9 +18,13 @@ import os
 import signal
 import sys
 import threading
+
+from .values import mean
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # no run-time import of typing (start-up cost)
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 ENV_OUT = "MANTIS_FEATURES_OUT"
 """Environment variable naming the JSON file the root process writes at exit."""
@@ -522,27 +526,10 @@ def merge(sources: list[tuple[dict[str, int], Values]]) -> dict[str, Number]:
     for vid, threads in values.items():
         longest = max((len(t) for t in threads), default=0)
         for i in range(longest):
-            mean = _mean([t[i] for t in threads if len(t) > i])
-            if mean is not None:
-                flat[f"{vid}#{i + 1}"] = mean
+            averaged = mean([t[i] for t in threads if len(t) > i])
+            if averaged is not None:
+                flat[f"{vid}#{i + 1}"] = averaged
     return flat
-
-
-def _mean(numbers: list[Number]) -> Number | None:
-    nums = [x for x in numbers if isinstance(x, (int, float)) and x - x == 0]  # finite only
-    if not nums:
-        return None
-    n = len(nums)
-    if all(type(x) is int for x in nums):
-        total = sum(nums)
-        return total // n if total % n == 0 else total / n
-    import math
-
-    try:
-        mean = math.fsum(nums) / n
-    except OverflowError:
-        mean = math.fsum(x / n for x in nums)
-    return mean if mean - mean == 0 else None
 
 
 def snapshot() -> dict[str, Number]:

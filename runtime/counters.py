@@ -44,16 +44,16 @@ Limitations:
 
 from __future__ import annotations
 
-import sys
 import threading
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # no run-time import of typing (start-up cost)
-    from typing import Any, Callable
 
 from . import collector as _collector
 from . import values as _values
 from .collector import Number
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no run-time import of typing (start-up cost)
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["register", "snapshot", "reset", "write"]
 

@@ -90,7 +90,7 @@ class Recorder:
         return rel
 
     def _learn(self, code) -> tuple:
-        self._where[id(code)] = entry = (code, None)  # placeholder first: _rel runs Python code
+        self._where[id(code)] = (code, None)  # placeholder first: _rel runs Python code
         filename = code.co_filename
         rel = self._files[filename] if filename in self._files else self._rel(filename)
         entry = (code, rel)
@@ -169,7 +169,7 @@ class Recorder:
         if self.active:
             return
         if self.api == "sys.monitoring":
-            monitoring = sys.monitoring
+            monitoring = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, as self.api says
             for tool in (monitoring.PROFILER_ID, 3, 4, 5):
                 if monitoring.get_tool(tool) is None:
                     monitoring.use_tool_id(tool, _TOOL_NAME)
@@ -192,7 +192,7 @@ class Recorder:
         if not self.active:
             return
         if self.api == "sys.monitoring":
-            monitoring = sys.monitoring
+            monitoring = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, as self.api says
             monitoring.set_events(self.tool, 0)
             monitoring.register_callback(self.tool, monitoring.events.PY_START, None)
             monitoring.register_callback(self.tool, monitoring.events.CALL, None)
@@ -363,8 +363,6 @@ def start(root: str, out: str | None = None) -> Recorder:
     """Start recording calls among the files under ``root``; with ``out``, merge the observations into
     that JSON file when the process exits. Returns the process's recorder (one per process)."""
     global _recorder
-    if sys.version_info < (3, 11):
-        raise RuntimeError("recording observed calls needs Python 3.11+ (co_qualname, co_positions)")
     if _recorder is None:
         _recorder = Recorder(root)
     _recorder.start()

@@ -5,11 +5,13 @@ standard library and nothing relative).
 int/float/bool are recorded as numbers (bool as 0/1; NaN, infinities and ints beyond the float range
 are skipped); builtin sized types (str, bytes, list, dict, set, ... and any static builtin type with
 ``__len__``) as ``len()``; int and float subclasses by their int/float value, read without running user
-code; anything else is not recorded (``len()`` is never called on a user type).
+code; anything else is not recorded (``len()`` is never called on a user type). A variable's version
+seen by several threads or processes is their :func:`mean`.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 
 FLOAT_MAX_INT = int(sys.float_info.max)
@@ -61,3 +63,22 @@ def is_builtin_sized(cls) -> bool:
                  and any("__len__" in vars(base) for base in cls.__mro__))
         _sized_cache[cls] = known
     return known
+
+
+def mean(numbers):
+    """The average of the finite numbers among ``numbers`` (None when there are none): exact for ints
+    whose total divides evenly, else a float; a float total beyond the float range is averaged on the
+    numbers scaled by the largest, instead of overflowing."""
+    nums = [x for x in numbers if isinstance(x, (int, float)) and x - x == 0]  # finite only
+    if not nums:
+        return None
+    n = len(nums)
+    if all(type(x) is int for x in nums):
+        total = sum(nums)
+        return total // n if total % n == 0 else total / n
+    try:
+        averaged = math.fsum(nums) / n
+    except OverflowError:  # a total beyond the float range: average the numbers scaled to [-1, 1]
+        scale = max(abs(x) for x in nums)
+        averaged = scale * (math.fsum(x / scale for x in nums) / n)
+    return averaged if averaged - averaged == 0 else None

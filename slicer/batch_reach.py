@@ -11,7 +11,7 @@ lower level has been pushed, because all its predecessors lie on lower levels.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

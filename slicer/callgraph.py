@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mantispy.slicer.program import Program, ProblemReport, SourceFile
+from mantispy.slicer.program import ProblemReport, Program, SourceFile
 
 BUILTIN_PREFIX = "<builtin>."
 MAX_VALUES = 64  # values kept per expression; more are cut (and the site marked partly resolved)
@@ -1432,12 +1432,12 @@ def _default_for(args: Any, name: str) -> Any | None:
 
 
 def _annotation_for(args: Any, name: str) -> Any | None:
-    for params, annotations in (((args.posonlyargs or []), args.posonlyargs_annotations or []),
-                                ((args.args or []), args.annotations or []),
-                                ((args.kwonlyargs or []), args.kwonlyargs_annotations or [])):
+    for params, hints in (((args.posonlyargs or []), args.posonlyargs_annotations or []),
+                          ((args.args or []), args.annotations or []),
+                          ((args.kwonlyargs or []), args.kwonlyargs_annotations or [])):
         for index, arg in enumerate(params):
-            if arg.name == name and index < len(annotations):
-                return annotations[index]
+            if arg.name == name and index < len(hints):
+                return hints[index]
     return None
 
 

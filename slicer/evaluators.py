@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mantispy.instrument.transformer import Options, instrument_source
 from mantispy.core.launch import program_argv, program_env
+from mantispy.instrument.transformer import Options, instrument_source
 
+from . import kit
 from .callgraph import build_call_graph
 from .emit import EmitError, emit_slice
 from .program import Program
@@ -163,28 +164,23 @@ def run_instrumented(src: Path, entry: str, inputs: list[list[str]], work: Path,
     return truths
 
 
-_RUN_ALL = ("import json, sys; sys.path.insert(0, sys.argv[1]); import evaluate; "
-            "print(json.dumps(evaluate.evaluate_all(sys.argv[2:])))")
-_RUN_ALL_KWARGS = ("import json, sys; sys.path.insert(0, sys.argv[1]); import evaluate; "
-                   "print(json.dumps(evaluate.evaluate_all(**json.loads(sys.argv[2]))))")
-
-
 def run_evaluator(out_dir: Path, args: list[str], cwd: Path, timeout: float = 600,
                   kwargs: dict[str, Any] | None = None) -> tuple[dict[str, float], float]:
     """Run an emitted evaluator in a fresh interpreter on one input (``args``, or ``kwargs`` for a
     module:function entry); returns ({feature: value}, seconds of wall time of the whole subprocess).
     Raises EvaluatorError when it fails or runs past ``timeout``."""
-    command = ([_RUN_ALL_KWARGS, str(Path(out_dir).resolve()), json.dumps(kwargs)] if kwargs is not None
-               else [_RUN_ALL, str(Path(out_dir).resolve()), *args])
+    script = str(Path(out_dir).resolve() / kit.ENTRY_FILE)
+    command = ([script, "--mantis-json-kwargs", json.dumps(kwargs)] if kwargs is not None
+               else [script, "--mantis-json", *args])
     started = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-c", *command], cwd=cwd,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([sys.executable, *command], cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EvaluatorError(f"evaluator ran longer than {timeout:.3g} s") from None
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
-        raise EvaluatorError("evaluator fails: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:300])
+        said = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        raise EvaluatorError("evaluator fails: " + said.removeprefix(kit.ERROR_PREFIX)[:300])
     return {k: float(v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}, seconds
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from .evaluators import EvaluatorError, SliceSession, check_fidelity
 from .observations import Observations
 
+
 def hybrid_session(static, observations, unreached: str | None = None):
     """A SliceSession using ``observations``, sharing the program and call graph of ``static`` (a
     SliceSession): only the SDG is built again. ``unreached``: see :attr:`Observations.unreached`."""

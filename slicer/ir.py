@@ -19,8 +19,8 @@ import ast
 from dataclasses import dataclass, field
 
 import networkx as nx
-from mantispy.core.types import Span
 
+from mantispy.core.types import Span
 
 VERTEX_KINDS = (
     "entry",  # the unit starts (parameters are bound here)

@@ -17,7 +17,6 @@ import ast
 import hashlib
 import json
 import re
-import shlex
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -1229,8 +1229,8 @@ def _own_statements(body: list[ast.stmt]):
         yield stmt
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            for child in getattr(stmt, field, ()) or ():
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(stmt, block, ()) or ():
                 if isinstance(child, (ast.ExceptHandler, ast.match_case)):
                     yield from _own_statements(child.body)
                 elif isinstance(child, ast.stmt):

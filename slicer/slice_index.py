@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import ast
 from array import array
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -171,7 +172,7 @@ class SliceIndex:
 
     def top_level_vertices(self, file: str, spans: Iterable[tuple]) -> set[Node]:
         """The vertices of ``file``'s module body that lie within any of ``spans`` (ast-style, byte
-        columns): the statements the emitter keeps for the names they bind (see emit._Plan.added)."""
+        columns): the statements the emitter keeps for the names they bind (see emit.planning.FilePlan.added)."""
         module = self.sdg.procs.get((file, "<module>"))
         if module is None:
             return set()

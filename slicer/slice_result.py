@@ -16,8 +16,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from mantispy.core.types import Span
 
+from mantispy.core.types import Span
 
 _FIELDS = (
     "criterion", "criterion_kind", "criterion_file", "criterion_span", "criterion_detail", "entry", "kept",
@@ -129,4 +129,4 @@ def _span(value: Any) -> Span:
     items = tuple(int(v) for v in value)
     if len(items) != 4:
         raise ValueError(f"a span has 4 numbers, not {len(items)}: {value!r}")
-    return items  # type: ignore[return-value]
+    return items[0], items[1], items[2], items[3]

@@ -11,10 +11,10 @@ import json
 import textwrap
 from pathlib import Path
 
+from mantispy.core.launch import Measurement, program_argv, program_env, run_measured
 from mantispy.instrument.budget import choose_removals, instrument_within_budget, site_counts
 from mantispy.instrument.manifest import Manifest
 from mantispy.instrument.transformer import Options
-from mantispy.core.launch import Measurement, program_argv, program_env, run_measured
 from tests.helpers import MANTISPY
 
 PROGRAM = """

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from mantispy.core.types import Span
 from mantispy.instrument.transformer import instrument_source
 from mantispy.slicer import guard
 from mantispy.slicer.emit import EmitError, EmitReport, emit_slice
 from mantispy.slicer.program import Program
 from mantispy.slicer.slice_result import SliceResult
-from mantispy.core.types import Span
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -527,7 +527,6 @@ def test_the_evaluator_does_not_import_mantispy(shop):
 
 
 def test_guard_refuses_writes_processes_and_connections_and_uninstalls(tmp_path):
-    import io
     import shutil
     import socket
 
@@ -537,7 +536,7 @@ def test_guard_refuses_writes_processes_and_connections_and_uninstalls(tmp_path)
     try:
         with open(readable) as fh:
             assert fh.read() == "x"
-        for attempt in (lambda: open(tmp_path / "w.txt", "w"), lambda: io.open(tmp_path / "a.txt", "a"),
+        for attempt in (lambda: open(tmp_path / "w.txt", "w"), lambda: open(tmp_path / "a.txt", "a"),
                         lambda: open(readable, "r+"), lambda: (tmp_path / "p.txt").write_text("no"),
                         lambda: os.remove(readable), lambda: os.rename(readable, tmp_path / "r"),
                         lambda: os.makedirs(tmp_path / "d"), lambda: shutil.rmtree(tmp_path),
@@ -852,7 +851,7 @@ PACKAGE_ROOT = {
 
 def test_package_root_relative_imports_and_module_entry(tmp_path):
     root = write_tree(tmp_path / "app", PACKAGE_ROOT)
-    inst = instrument_tree(root, tmp_path / "inst" / "app")
+    instrument_tree(root, tmp_path / "inst" / "app")
     feature_id = "tools.py:helper:loop:1"
     out = tmp_path / "out"
     report = emit(root, out, hand_slice(root, feature_id, {"K"}, "-m app"))

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from mantispy.runtime import observed_calls as recorder
-from mantispy.runtime.standalone import standalone_runtime_dir
 from mantispy.slicer.evaluators import SliceSession, check_fidelity
 from mantispy.slicer.hybrid import hybrid_session, validate_hybrid
 from mantispy.slicer.observations import Observations
+from mantispy.standalone_runtime import standalone_runtime_dir
 from tests.helpers import MANTISPY, REPO
 from tests.test_python_versions import interpreter
 

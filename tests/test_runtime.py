@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mantispy.runtime.standalone import standalone_runtime_dir
+from mantispy.standalone_runtime import standalone_runtime_dir
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"

@@ -171,7 +171,7 @@ def test_stdlib_suite_unchanged_by_instrumentation(name: str, tmp_path: Path) ->
     run_dir.mkdir()
     plain = _run_driver(driver, name, stdlib_dir, _clean_env(), None, run_dir)
 
-    from mantispy.runtime.standalone import standalone_runtime_dir
+    from mantispy.standalone_runtime import standalone_runtime_dir
 
     runtime_dir = standalone_runtime_dir(tmp_path / "runtime")
     features_out = tmp_path / "features.json"

@@ -7,7 +7,7 @@ stemmer has work to do). Documents depend only on ``(n_docs, seed)``.
 """
 
 import random
-from functools import lru_cache
+from functools import cache
 from itertools import accumulate
 
 VOCABULARY_SEED = 20100601
@@ -46,7 +46,7 @@ def _make_stem(rng):
     return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(syllables)) + rng.choice(_CODAS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def vocabulary(size=3200):
     """The word list in frequency-rank order (rank 0 is the most frequent word)."""
     rng = random.Random(VOCABULARY_SEED)
@@ -69,7 +69,7 @@ def vocabulary(size=3200):
     return tuple(words)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cumulative_weights(n_words):
     return list(accumulate(1.0 / (rank + 1) ** ZIPF_EXPONENT for rank in range(n_words)))
 

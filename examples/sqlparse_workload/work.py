@@ -4,7 +4,9 @@ Usage: python work.py N SEED [reindent]
 """
 import random
 import sys
+
 import sqlparse
+
 
 def make_sql(n, seed):
     rng = random.Random(seed)

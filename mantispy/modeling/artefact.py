@@ -27,6 +27,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .evaluation import interval, predict
+
+__all__ = ["interval", "predict"]  # re-exported: a model's evaluation lives in evaluation.py
+
 MODEL_FORMAT = "mantispy-model"
 MODEL_VERSION = 2
 
@@ -56,36 +60,6 @@ def from_estimator(est, metric: str) -> dict[str, Any]:
         },
         "aliases": {f: [[a, s] for a, s in est.prep_.aliases.get(f, [])] for f in used if f in est.prep_.aliases},
     }
-
-
-def predict(model: dict[str, Any], features: dict[str, float]) -> float:
-    """Evaluate a model on one run's features (absent features count as 0). Standard library only."""
-    import math
-
-    log_form = model.get("form", "polynomial") == "log"
-    total = float(model["intercept"])
-    scaling = model["scaling"]
-    for term in model["terms"]:
-        value = float(term["coefficient"])
-        for factor in term["factors"]:
-            bounds = scaling[factor["feature"]]
-            raw = float(features.get(factor["feature"], 0.0))
-            if log_form:
-                raw = math.copysign(math.log1p(abs(raw)), raw)
-            x = (raw - bounds["min"]) / (bounds["max"] - bounds["min"])
-            value *= x ** factor["power"]
-        total += value
-    if log_form:
-        total = math.exp(min(total, 700.0))
-    return max(total, float(model.get("floor", -math.inf)))
-
-
-def interval(model: dict[str, Any], estimate: float) -> tuple[float, float] | None:
-    """The (low, high) prediction interval around ``estimate`` (None if the model has none)."""
-    band = model.get("interval")
-    if not band:
-        return None
-    return estimate * float(band["low"]), estimate * float(band["high"])
 
 
 def model_features(model: dict[str, Any]) -> list[str]:

@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from mantispy.store import RunStore, StoreError
-
 from mantispy.measurement import noise_floor
+from mantispy.store import RunStore, StoreError
 
 from . import artefact, selection, work
 from .spore import FORMS, ModelingError, SporeRegressor
@@ -81,9 +80,10 @@ def _load(store: RunStore, campaign_name: str | None, metric: str, metrics_from:
             raise ModelingError(f"{store.path}: several campaigns ({', '.join(c.name for c in campaigns)}); pick one with --campaign")
         campaign = campaigns[0]
     else:
-        campaign = store.campaign(campaign_name)
-        if campaign is None:
+        named = store.campaign(campaign_name)
+        if named is None:
             raise ModelingError(f"{store.path}: no campaign {campaign_name!r}")
+        campaign = named
     frame = store.dataframe(campaign, metrics_from=metrics_from)
     if frame.empty:
         if metrics_from != "instrumented":
@@ -277,7 +277,7 @@ def _blackbox(frame, metric_col, train_ids, test_ids, request: FitRequest, chose
         return {"available": False, "reason": str(exc)}
     floor = float(train[metric_col].min()) / 10
     predicted = np.maximum(est.predict(test[columns]), floor)
-    result = relative_errors(predicted, test[metric_col].to_numpy())
+    result: dict[str, Any] = dict(relative_errors(predicted, test[metric_col].to_numpy()))
     result.update({
         "available": True,
         "form": best.candidate.label,

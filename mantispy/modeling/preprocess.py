@@ -72,7 +72,7 @@ def preprocess(frame, columns: list[str], train_rows: np.ndarray) -> Preprocesse
             aliases.setdefault(rep, []).append((columns[i], -sign))
             continue
         seen[key] = (columns[i], 1)
-        representatives.append(i)
+        representatives.append(int(i))
     representatives.sort()  # back to the frame's column order
     return Preprocessed(
         columns=[columns[i] for i in representatives],

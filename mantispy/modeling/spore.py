@@ -43,7 +43,6 @@ from sklearn.preprocessing import PolynomialFeatures
 
 from .preprocess import Preprocessed, preprocess
 
-
 FORMS = ("polynomial", "log")
 SOLVERS = ("sklearn", "glmnet")
 

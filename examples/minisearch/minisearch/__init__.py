@@ -13,7 +13,7 @@ The package is split the way a classic search library is:
 from .analysis import analyze, stem
 from .index import InvertedIndex
 from .query import QuerySyntaxError, parse_query
-from .searcher import Hit, SearchResult, Searcher
+from .searcher import Hit, Searcher, SearchResult
 
 __all__ = [
     "analyze",

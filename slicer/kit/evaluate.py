@@ -1,0 +1,339 @@
+"""A mantispy feature evaluator: feature values, from a slice of the program (copied into each evaluator
+as ``evaluate.py``; its features and entry are in ``_mantis_build.py`` beside it).
+
+    python evaluate.py ARGS...          prints the feature's value for the input ARGS (several features:
+                                        a JSON object {feature id: value})
+    python evaluate.py '{"kw": 1}'      (a module:function entry: keyword arguments as one JSON object)
+    python evaluate.py --mantis-json ARGS...    every feature as one JSON object, always; a failure is
+                                        one stderr line "mantispy-evaluator-error: TYPE: MESSAGE", exit 3
+    python evaluate.py --mantis-json-kwargs '{"kw": 1}'   the same for a module:function entry
+    python evaluate.py --mantis-serve   a warm server on stdin/stdout (see serve)
+    evaluate(["ARG", ...]) / evaluate(kw=1)   from Python, with this folder on sys.path: the first feature
+    evaluate_all(["ARG", ...])          every feature, as {feature id: value}
+
+Only the statements the feature depends on run. The sliced program's stdout and stderr go to os.devnull,
+and a write guard (_mantis_guard) makes any attempt to write files (outside the evaluation's own scratch
+folder, its temporary folder, removed when it ends), start processes or open network connections fail
+with PermissionError. Standard library only; mantispy is not imported.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE in sys.path:
+    from _mantis_build import ENTRY, FEATURES, MODULES, PRELOAD, ROOT_PARTS
+else:  # loaded by path: the kit's modules sit beside this file
+    sys.path.insert(0, HERE)
+    try:
+        from _mantis_build import ENTRY, FEATURES, MODULES, PRELOAD, ROOT_PARTS
+    finally:
+        sys.path.remove(HERE)
+
+FEATURE_IDS = tuple(fid for fid, _, _ in FEATURES)
+FEATURE = FEATURE_IDS[0]
+ROOT = os.path.join(HERE, *ROOT_PARTS)  # the copy of the program's root folder
+ERROR_PREFIX = "mantispy-evaluator-error: "
+
+
+def evaluate(argv=None, **kwargs):
+    """Run the sliced program on ``argv`` (``kwargs`` for a module:function entry); return the first
+    feature's value."""
+    return evaluate_all(argv, **kwargs)[FEATURE]
+
+
+def evaluate_all(argv=None, **kwargs):
+    """Run the sliced program once on ``argv`` (``kwargs`` for a module:function entry); return every
+    feature's value as {feature id: float}."""
+    saved_path = list(sys.path)
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    import _mantis_eval
+    import _mantis_guard
+
+    saved_modules = {name: sys.modules.pop(name) for name in MODULES if name in sys.modules}
+    saved = (sys.argv, sys.stdout, sys.stderr, sys.dont_write_bytecode)
+    _mantis_eval.reset()
+    sink = open(os.devnull, "w")
+    errors = _Tail()
+    status = 0
+    sys.dont_write_bytecode = True
+    patches = _mantis_guard.install()
+    _mantis_eval.install()
+    try:
+        sys.stdout, sys.stderr = sink, errors
+        _run(list(argv or ()), kwargs)
+    except SystemExit as exc:
+        status = exc.code
+    finally:
+        _mantis_eval.uninstall()
+        _mantis_guard.uninstall(patches)
+        sys.argv, sys.stdout, sys.stderr, sys.dont_write_bytecode = saved
+        sys.path[:] = saved_path
+        for name in MODULES:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved_modules)
+        sink.close()
+    return _outcome(status, errors)
+
+
+class InputRejected(Exception):
+    """The sliced program exited with a non-zero status: the input is not one the program accepts."""
+
+
+def _outcome(status, errors):
+    """The values of one evaluation, or why there are none (a refused write, a rejected input)."""
+    import _mantis_eval
+    import _mantis_guard
+
+    if _mantis_guard.VIOLATIONS:
+        raise PermissionError(_mantis_guard.VIOLATIONS[0])
+    if status not in (None, 0):
+        said = errors.last_line()
+        raise InputRejected(f"the program rejects this input (exit status {status})" + (f": {said}" if said else ""))
+    return {fid: float(v) for fid, v in _mantis_eval.values().items()}
+
+
+def serve(requests=None, replies=None):
+    """A warm evaluator: import the sliced program's modules once (their top levels do not depend on the
+    input), then answer each request line ``{"argv": [...], "kwargs": {...}, "cwd": "..."}`` by running
+    the entry in a forked child of this pre-initialised process, with one reply line: ``{"values": {...}}``
+    or ``{"error": "..."}``. Counts the module top levels made are inherited by every child, exactly as
+    each run of the program makes them once. ``python evaluate.py --mantis-serve`` runs it on stdin/stdout.
+    """
+    import json
+    import signal
+
+    requests = requests or sys.stdin
+    replies = replies or sys.stdout
+    fork = os.fork  # the guard refuses os.fork to the sliced program, not to this server
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    import _mantis_eval
+    import _mantis_guard
+
+    entry = ENTRY.strip()
+    if not entry.startswith("-m ") and not (":" in entry and not entry.endswith(".py")):
+        sys.path.insert(0, os.path.dirname(os.path.join(ROOT, *entry.split("/"))))
+    global _SINK
+    sink = _SINK = open(os.devnull, "w")
+    saved = (sys.stdout, sys.stderr)
+    sys.dont_write_bytecode = True
+    _mantis_guard.install(scratch=False)  # each forked evaluation makes its own scratch folder
+    _mantis_eval.install()
+    preload_error = None
+    try:
+        sys.stdout = sys.stderr = sink
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except ImportError:  # an optional import of the entry: it runs (and fails) per input
+                pass
+    except BaseException as exc:  # the import fails the same way for every input: say so per request
+        preload_error = f"{type(exc).__name__}: {exc}"
+    finally:
+        sys.stdout, sys.stderr = saved
+    if not entry.startswith("-m ") and not (":" in entry and not entry.endswith(".py")):
+        script = os.path.join(ROOT, *entry.split("/"))
+        with open(script, "rb") as handle:
+            _CODE[script] = compile(handle.read(), script, "exec", dont_inherit=True)
+    _warm_standard_library()
+    import gc
+
+    gc.freeze()  # the children's collections leave the inherited objects (and their pages) alone
+    replies.write(json.dumps({"ready": True}) + "\n")
+    replies.flush()
+    while True:
+        line = requests.readline()
+        if not line:
+            return
+        try:
+            request = json.loads(line)
+        except ValueError:
+            replies.write(json.dumps({"error": "not a JSON request"}) + "\n")
+            replies.flush()
+            continue
+        if preload_error is not None:
+            replies.write(json.dumps({"error": preload_error}) + "\n")
+            replies.flush()
+            continue
+        read, write = os.pipe()
+        pid = fork()
+        if pid == 0:  # the child: evaluate, reply through the pipe, leave without cleanup
+            os.close(read)
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                if request.get("cwd"):
+                    os.chdir(request["cwd"])
+                _mantis_guard.fresh_scratch()
+                reply = {"values": _evaluate_here(request.get("argv") or [], request.get("kwargs") or {})}
+            except BaseException as exc:
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+            data = (json.dumps(reply) + "\n").encode()
+            while data:
+                data = data[os.write(write, data):]
+            os._exit(0)
+        os.close(write)
+        chunks = []
+        while True:
+            chunk = os.read(read, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(read)
+        os.waitpid(pid, 0)
+        _mantis_guard.discard_scratch(pid)
+        text = b"".join(chunks).decode() or json.dumps({"error": "the evaluation died without a reply"}) + "\n"
+        replies.write(text if text.endswith("\n") else text + "\n")
+        replies.flush()
+
+
+_SINK = None  # serve()'s /dev/null, opened before the guard refuses writing opens
+
+
+def _warm_standard_library():
+    """Fill the standard library's lazy state once, here, rather than in every forked evaluation:
+    argparse translates each of its messages through gettext, whose first lookups (locale aliases,
+    message catalogues) cost a fresh child about 4 ms, most of a warm evaluation of a workload that
+    only parses its arguments. Builds objects and throws them away: nothing the program sees."""
+    saved = (sys.stdout, sys.stderr)
+    try:
+        sys.stdout = sys.stderr = _SINK
+        import gettext
+
+        gettext.gettext("usage: ")
+        if "argparse" in sys.modules:
+            parser = sys.modules["argparse"].ArgumentParser(prog="mantis-warm-up")
+            parser.add_argument("names", nargs="*")
+            parser.add_argument("--flag", action="store_true")
+            parser.parse_args([])
+            parser.format_help()
+    except Exception:  # warming is an optimisation only
+        pass
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _evaluate_here(argv, kwargs):
+    """One evaluation in a process whose modules are already imported (a forked child of serve)."""
+
+    errors = _Tail()
+    status = 0
+    try:
+        sys.stdout, sys.stderr = _SINK, errors
+        _run(list(argv), kwargs)
+    except SystemExit as exc:
+        status = exc.code
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    return _outcome(status, errors)
+
+
+class _Tail:
+    """A stderr that keeps only its last 4000 characters (for the reason of a rejected input)."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return False
+
+    def write(self, text):
+        self.text = (self.text + text)[-4000:]
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def last_line(self):
+        lines = [line for line in self.text.strip().splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+
+def _run(argv, kwargs):
+    entry = ENTRY.strip()
+    if entry.startswith("-m "):
+        import runpy
+
+        module = entry[3:].strip()
+        sys.argv = [module, *argv]
+        sys.path.insert(0, HERE)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    elif ":" in entry and not entry.endswith(".py"):
+        import importlib
+
+        module, _, function = entry.partition(":")
+        sys.argv = [entry, *argv]
+        result = getattr(importlib.import_module(module), function)(**kwargs)
+        if hasattr(type(result), "__await__"):  # inspect.isawaitable, without importing inspect
+            import asyncio
+
+            async def wait():
+                return await result
+
+            asyncio.run(wait())
+    else:
+        path = os.path.join(ROOT, *entry.split("/"))
+        sys.argv = [path, *argv]
+        sys.path.insert(0, os.path.dirname(path))
+        _run_script(path)
+
+
+_CODE = {}  # compiled entry scripts (serve() compiles before forking)
+
+
+def _run_script(path):
+    """``runpy.run_path(path, run_name="__main__")`` without importing runpy (milliseconds per evaluation)."""
+    import types
+
+    code = _CODE.get(path)
+    if code is None:
+        with open(path, "rb") as handle:
+            code = _CODE[path] = compile(handle.read(), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def main():
+    """Command line: print the value(s) for the input in sys.argv[1:] (see the module docstring)."""
+    args = sys.argv[1:]
+    if args == ["--mantis-serve"]:
+        serve()
+        return
+    import json
+
+    if args[:1] in (["--mantis-json"], ["--mantis-json-kwargs"]):
+        try:
+            if args[0] == "--mantis-json-kwargs":
+                values = evaluate_all(**json.loads(args[1] if len(args) > 1 else "{}"))
+            else:
+                values = evaluate_all(args[1:])
+        except BaseException as exc:
+            sys.stderr.write(f"{ERROR_PREFIX}{type(exc).__name__}: {exc}\n")
+            sys.exit(3)
+        print(json.dumps(values))
+        return
+    kwargs = {}
+    if ":" in ENTRY and not ENTRY.strip().startswith("-m ") and len(args) == 1 and args[0].lstrip().startswith("{"):
+        kwargs, args = json.loads(args[0]), []
+    values = evaluate_all(args, **kwargs)
+    if len(values) == 1:
+        value = values[FEATURE]
+        print(int(value) if value.is_integer() else repr(value))
+    else:
+        print(json.dumps(values))
+
+
+if __name__ == "__main__":
+    main()
