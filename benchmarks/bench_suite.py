@@ -63,12 +63,12 @@ def bench_program(name: str, count: int, train_fraction: float, jobs: int, looka
     return row
 
 
-def budget_overhead(name: str, spec: Path, record: dict) -> dict | None:
-    """Instrument with --budget 0.05, calibrated on the input of median run time; the overhead the
-    budget mode measured in its last round."""
+def budget_overhead(name: str, spec: Path, record) -> dict | None:
+    """Instrument with --budget 0.05, calibrated on the input of median run time (``record``: the build's
+    BuildRecord); the overhead the budget mode measured in its last round."""
     from mantispy.campaign import load_spec
 
-    points = record["metrics"]["wall_s"]["validation"]["points"]
+    points = record.metrics["wall_s"].validation["points"]
     if not points:
         return None
     median_input = sorted(points, key=lambda p: p["actual"])[len(points) // 2]["input_id"]

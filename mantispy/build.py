@@ -33,6 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mantispy.build_record import (
+    BUILD_FILE,
+    BuildRecord,
+    CampaignRecord,
+    FeatureRecord,
+    MachineRecord,
+    MetricRecord,
+    OptionsRecord,
+)
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, load_spec
 from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
@@ -44,8 +53,6 @@ from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_
 from mantispy.slicer.warm_client import WarmEvaluator
 from mantispy.store import RunStore, StoreError
 
-BUILD_FORMAT = "mantispy-build"
-BUILD_VERSION = 1
 DEFAULT_METRICS = ("wall_s", "cpu_s", "work_s", "max_rss_kb")
 UNITS = {"wall_s": "s", "cpu_s": "s", "work_s": "s", "max_rss_kb": "KiB"}
 
@@ -386,15 +393,15 @@ class Builder:
         self.rounds: list[dict[str, Any]] = []
 
     # -------------------------------------------------------------- stages
-    def run(self) -> dict[str, Any]:
+    def run(self) -> BuildRecord:
         """Every stage; returns the build record (build.json) after writing the package."""
         started = time.perf_counter()
         record = self._run()
-        record["build_seconds"] = time.perf_counter() - started
-        (Path(self.options.out) / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        record.build_seconds = time.perf_counter() - started
+        record.save(Path(self.options.out) / BUILD_FILE)
         return record
 
-    def _run(self) -> dict[str, Any]:
+    def _run(self) -> BuildRecord:
         from mantispy.predictor import validate, write_package
         from mantispy.slicer.evaluators import SliceSession
 
@@ -431,7 +438,7 @@ class Builder:
             self.log(f"fresh interpreter start-up: {meter.idle_s * 1000:.1f} ms (a warm evaluator pays it once)")
             models = {metric: self.cost_loop(store, campaign, metric, meter) for metric in self.metrics}
             record = self.record(campaign, frame, models, meter)
-            record["ceiling"] = {metric: self.ceiling(store, campaign, metric) for metric in self.metrics}
+            record.ceiling = {metric: self.ceiling(store, campaign, metric) for metric in self.metrics}
             validate(self, session, models, frame, test_ids, record, out)
             write_package(self.work / "package", out, record, models)
             return record
@@ -638,7 +645,7 @@ class Builder:
             raise BuildError(f"{metric}: {exc}") from None
 
     # -------------------------------------------------------------- the record
-    def record(self, campaign, frame, models: dict[str, dict[str, Any]], meter: CostMeter) -> dict[str, Any]:
+    def record(self, campaign, frame, models: dict[str, dict[str, Any]], meter: CostMeter) -> BuildRecord:
         """build.json without the validation (filled in by :func:`mantispy.predictor.validate`)."""
         machine = environment_fingerprint()
         features = []
@@ -647,42 +654,41 @@ class Builder:
             info = next((m["features"][fid] for m in models.values() if fid in m.get("features", {})),
                         {"kind": "input", "detail": "a number on the command line or an input file's size",
                          "snippet": fid.removeprefix(INPUT_PREFIX)})
-            features.append({
-                "id": fid, "kind": info.get("kind"), "file": info.get("file"), "line": info.get("line"),
-                "qualname": info.get("qualname"), "snippet": info.get("snippet"), "detail": info.get("detail"),
-                "metrics": [m for m, model in models.items() if fid in model["scaling"]],
-                "cost_s": verdict.cost_s, "cost_fraction": verdict.cost_fraction,
-                "source": _source_context(self.spec.source_root, info.get("file"), info.get("line"), info.get("end_line")),
-            })
-        return {
-            "format": BUILD_FORMAT, "version": BUILD_VERSION,
-            "name": self.spec.name, "entry": entry_string(self.spec), "entry_kind": self.spec.entry.kind,
-            "source": str(self.spec.source_root), "source_hash": campaign.source_hash,
-            "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "machine": {"cpu": machine.get("cpu_model"), "cores": machine.get("cpu_count"),
-                        "python": machine.get("python"), "platform": machine.get("platform")},
-            "options": {"max_cost": self.options.max_cost, "train_fraction": self.options.train_fraction,
-                        "metrics": list(self.metrics), "degree": self.options.degree, "seed": self.options.seed,
-                        "method": self.options.method, "max_rounds": self.options.max_rounds,
-                        "form": self.options.form, "solver": self.options.solver,
-                        "original_repeats": self.spec.original_repeats,
-                        "estimate_limit": estimate_limit(self.options.max_cost)
-                        if math.isfinite(estimate_limit(self.options.max_cost)) else None,
-                        "cost_inputs": [i["id"] for i in meter.inputs]},
-            "campaign": {"name": campaign.name, "inputs": int(frame["input_id"].nunique()), "runs": int(len(frame)),
-                         "raw_features": sum(1 for c in frame.columns if not c.startswith(("metric:", "input:"))
-                                             and c not in ("input_id", "repeat", "status")),
-                         "median_wall_s": float(frame["metric:wall_s"].median()),
-                         "overhead": campaign.calibration,
-                         "noise": (campaign.calibration or {}).get("noise", {}),
-                         "unusable_inputs": list(getattr(self, "unusable_inputs", []))},
-            "idle_interpreter_s": meter.idle_s,
-            "calibration_inputs": self.calibration_inputs(frame),
-            "metrics": {m: {"unit": UNITS.get(m, ""), "model": model} for m, model in models.items()},
-            "rounds": self.rounds,
-            "features": features,
-            "verdicts": {f: dataclasses.asdict(v) for f, v in sorted(meter.verdicts.items())},
-        }
+            features.append(FeatureRecord(
+                id=fid, kind=info.get("kind"), file=info.get("file"), line=info.get("line"),
+                qualname=info.get("qualname"), snippet=info.get("snippet"), detail=info.get("detail"),
+                metrics=[m for m, model in models.items() if fid in model["scaling"]],
+                cost_s=verdict.cost_s, cost_fraction=verdict.cost_fraction,
+                source=_source_context(self.spec.source_root, info.get("file"), info.get("line"), info.get("end_line")),
+            ))
+        limit = estimate_limit(self.options.max_cost)
+        return BuildRecord(
+            name=self.spec.name, entry=entry_string(self.spec), entry_kind=self.spec.entry.kind,
+            source=str(self.spec.source_root), source_hash=campaign.source_hash,
+            created=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            machine=MachineRecord(cpu=machine.get("cpu_model"), cores=machine.get("cpu_count"),
+                                  python=machine.get("python"), platform=machine.get("platform")),
+            options=OptionsRecord(max_cost=self.options.max_cost, train_fraction=self.options.train_fraction,
+                                  metrics=list(self.metrics), degree=self.options.degree, seed=self.options.seed,
+                                  method=self.options.method, max_rounds=self.options.max_rounds,
+                                  form=self.options.form, solver=self.options.solver,
+                                  original_repeats=self.spec.original_repeats,
+                                  estimate_limit=limit if math.isfinite(limit) else None,
+                                  cost_inputs=[i["id"] for i in meter.inputs]),
+            campaign=CampaignRecord(
+                name=campaign.name, inputs=int(frame["input_id"].nunique()), runs=int(len(frame)),
+                raw_features=sum(1 for c in frame.columns if not c.startswith(("metric:", "input:"))
+                                 and c not in ("input_id", "repeat", "status")),
+                median_wall_s=float(frame["metric:wall_s"].median()), overhead=campaign.calibration,
+                noise=(campaign.calibration or {}).get("noise", {}),
+                unusable_inputs=list(getattr(self, "unusable_inputs", []))),
+            idle_interpreter_s=meter.idle_s,
+            calibration_inputs=self.calibration_inputs(frame),
+            metrics={m: MetricRecord(unit=UNITS.get(m, ""), model=model) for m, model in models.items()},
+            rounds=self.rounds,
+            features=features,
+            verdicts={f: dataclasses.asdict(v) for f, v in sorted(meter.verdicts.items())},
+        )
 
 
 def _round(number: int, metric: str, model: dict[str, Any], verdicts: list[Verdict],

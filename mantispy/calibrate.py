@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mantispy.build_record import BuildRecord, BuildRecordError
 from mantispy.core.launch import program_argv
 from mantispy.profiler import RunTask, environment_fingerprint, execute
 
@@ -27,16 +28,16 @@ class CalibrationError(Exception):
     """Calibration cannot be done; the message says why and what to do."""
 
 
-def _task(record: dict[str, Any], item: dict[str, Any], repeat: int) -> RunTask:
-    root = Path(record["source"])
+def _task(record: BuildRecord, item: dict[str, Any], repeat: int) -> RunTask:
+    root = Path(record.source)
     root = root if root.is_dir() else root.parent
     python = sys.executable
-    if record["entry_kind"] == "callable":
-        argv = [python, "-m", "mantispy.runtime.entry", record["entry"], json.dumps(item.get("kwargs") or {})]
-    elif record["entry_kind"] == "module":
-        argv = program_argv(root, ["-m", record["entry"].removeprefix("-m ").strip(), *item["argv"]], python)
+    if record.entry_kind == "callable":
+        argv = [python, "-m", "mantispy.runtime.entry", record.entry, json.dumps(item.get("kwargs") or {})]
+    elif record.entry_kind == "module":
+        argv = program_argv(root, ["-m", record.entry.removeprefix("-m ").strip(), *item["argv"]], python)
     else:
-        argv = program_argv(root, [record["entry"], *item["argv"]], python)
+        argv = program_argv(root, [record.entry, *item["argv"]], python)
     pythonpath = os.pathsep.join([str(root), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])])
     return RunTask(item["id"], repeat, "original", argv, {"PYTHONPATH": pythonpath}, item.get("cwd") or os.getcwd(),
                    600.0, collect_features=False)
@@ -47,14 +48,14 @@ def calibrate(folder: Path, module, repeats: int = 3, log: Callable[[str], None]
     ``module``); returns what was written."""
     folder = Path(folder)
     try:
-        record = json.loads((folder / "build.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CalibrationError(f"{folder}/build.json: unreadable ({exc}); rebuild with mantispy build") from None
+        record = BuildRecord.load(folder)
+    except BuildRecordError as exc:
+        raise CalibrationError(str(exc)) from None
     models = json.loads((folder / "models.json").read_text(encoding="utf-8"))["metrics"]
     work_metrics = [m for m, model in models.items() if model.get("work")]
     if not work_metrics:
         raise CalibrationError(f"{folder}: no work_s model to calibrate; build with --metric work")
-    items = record.get("calibration_inputs") or []
+    items = record.calibration_inputs
     if not items:
         raise CalibrationError(f"{folder}/build.json: records no calibration inputs; rebuild with this mantispy")
     factor_now = module.seconds_per_unit()
@@ -65,9 +66,9 @@ def calibrate(folder: Path, module, repeats: int = 3, log: Callable[[str], None]
         if failed:
             tail = (failed[0].stderr_tail or "").strip().splitlines()[-1:] or [failed[0].status]
             raise CalibrationError(f"input {item['id']}: the program failed here ({tail[0][:200]}); check that "
-                                   f"{record['source']} and its inputs exist on this machine")
+                                   f"{record.source} and its inputs exist on this machine")
         cpu = statistics.median(r.metrics["cpu_s"] for r in runs)
-        argv = None if record["entry_kind"] == "callable" else item["argv"]
+        argv = None if record.entry_kind == "callable" else item["argv"]
         estimate = module.predict(argv, cwd=item.get("cwd"), extrapolate=True, **(item.get("kwargs") or {}))
         work = estimate[work_metrics[0]] / factor_now  # the build machine's seconds
         ratios.append(cpu / work)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from mantispy.build_record import BuildRecord, BuildRecordError, EvaluatorRecord
 from mantispy.errors import BuildError, UserError
 
 
@@ -100,54 +101,55 @@ def _build_frontier(options, text: str) -> None:
     click.echo(f"frontier written to {root}/frontier.md, frontier.json and frontier.svg; predictors in {root}/max-cost-*")
 
 
-def print_validation(record: dict) -> None:
+def print_validation(record: BuildRecord) -> None:
     """The build's closing table: accuracy per metric beside the black box and the noise floor, the
     evaluator's cost, and the verdicts in words (mantispy.verdicts)."""
     from rich.console import Console
     from rich.table import Table
 
-    from mantispy.verdicts import build_verdicts, noise_of
+    from mantispy.verdicts import build_verdicts
 
-    first = next(iter(record["metrics"]))
-    table = Table(title=f"{record['name']}: held-out validation ({record['metrics'][first]['validation']['n']} inputs)")
+    first = next(iter(record.metrics))
+    table = Table(title=f"{record.name}: held-out validation ({record.metrics[first].validation['n']} inputs)")
     for column in ("metric", "median error", "mean error", "black-box median", "black-box mean", "noise floor",
                    "p10-p90 coverage", "model"):
         table.add_column(column, justify="right" if column not in ("metric", "model") else "left")
     pct = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
-    for metric, data in record["metrics"].items():
-        v = data["validation"]
+    for metric, data in record.metrics.items():
+        v = data.validation
         bb = v["blackbox"]
-        model = data["model"]
-        if model.get("method") == "constant" or not model.get("scaling"):
+        model = data.model
+        if data.is_constant:
             what = "constant"
         else:
             what = f"{model.get('form', 'polynomial')}, {len(model['scaling'])} feature(s)"
         table.add_row(metric, pct(v["median_rel_error"]), pct(v["mean_rel_error"]),
                       pct(bb.get("median_rel_error")) if bb.get("available") else "n/a",
                       pct(bb.get("mean_rel_error")) if bb.get("available") else "n/a",
-                      pct(noise_of(record, metric)), pct(v.get("interval_coverage")), what)
+                      pct(record.noise_floor(metric)), pct(v.get("interval_coverage")), what)
     console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(table)
     for line in build_verdicts(record):
         console.print(f"  {line}", highlight=False)
-    ev = record["evaluator"]
-    fid = ev["fidelity"]
-    if ev["median_fraction"] is not None and ev.get("warm_startup_s") is not None:
-        cold = ev.get("cold_median_fraction")
-        console.print(f"evaluator cost: median {ev['median_fraction']:.1%} of the run time (max {ev['max_fraction']:.1%}) "
-                      f"with a warm evaluator (started once, in {ev['warm_startup_s']:.2f} s); "
+    ev = record.evaluator or EvaluatorRecord()
+    fid = ev.fidelity
+    if ev.median_fraction is not None and ev.warm_startup_s is not None:
+        cold = ev.cold_median_fraction
+        console.print(f"evaluator cost: median {ev.median_fraction:.1%} of the run time (max {pct(ev.max_fraction)}) "
+                      f"with a warm evaluator (started once, in {ev.warm_startup_s:.2f} s); "
                       + (f"{cold:.1%} in a fresh interpreter each time; " if cold is not None else "")
-                      + f"{ev['statements_kept']} of {ev['statements_total']} statements kept")
-    elif not ev.get("features"):
+                      + f"{ev.statements_kept} of {ev.statements_total} statements kept")
+    elif not ev.features:
         console.print("evaluator: none (no model uses a program feature; input descriptors are read from the arguments)")
-    console.print(f"evaluator fidelity: {fid['agreed']} of {fid['inputs'] * fid['features']} feature values agree with the "
-                  f"instrumented program on {fid['inputs']} held-out input(s)"
-                  + (f"; {len(ev['failures'])} input(s) failed" if ev["failures"] else ""))
-    fits = [r for r in record["rounds"] if not r.get("lookahead")]
-    judged = len(record.get("verdicts", {}))
+    inputs = fid.get("inputs", 0)
+    console.print(f"evaluator fidelity: {fid.get('agreed', 0)} of {inputs * fid.get('features', 0)} feature values agree "
+                  f"with the instrumented program on {inputs} held-out input(s)"
+                  + (f"; {len(ev.failures)} input(s) failed" if ev.failures else ""))
+    fits = [r for r in record.rounds if not r.get("lookahead")]
+    judged = len(record.verdicts)
     console.print(f"cost loop: {len(fits)} fit round(s) (" + ", ".join(
-        f"{m}: {sum(1 for r in fits if r['metric'] == m)}" for m in record["metrics"]) + f"); {judged} evaluator(s) judged, "
-        f"{sum(1 for v in record.get('verdicts', {}).values() if v['status'] == 'cheap')} cheap")
+        f"{m}: {sum(1 for r in fits if r['metric'] == m)}" for m in record.metrics) + f"); {judged} evaluator(s) judged, "
+        f"{sum(1 for v in record.verdicts.values() if v.get('status') == 'cheap')} cheap")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -218,7 +220,10 @@ def report(predictor: Path, out: Path) -> None:
         path = write_report(predictor, out)
     except ReportError as exc:
         raise UserError(str(exc)) from None
-    record = json.loads((Path(predictor) / "build.json").read_text(encoding="utf-8"))
+    try:
+        record = BuildRecord.load(Path(predictor))
+    except BuildRecordError as exc:
+        raise UserError(str(exc)) from None
     print_validation(record)
     click.echo(f"report: {path}  (open it in a browser; no server needed)")
     click.echo(f"predictor package: {predictor}  (README.md inside; import it, or mantispy predict {predictor} -- ARGS...)")

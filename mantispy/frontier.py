@@ -18,6 +18,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from mantispy.build_record import BuildRecord, EvaluatorRecord
+
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 
 
@@ -37,24 +39,24 @@ def parse_budgets(text: str) -> list[float]:
     return sorted(set(budgets))
 
 
-def frontier_row(budget: float, record: dict[str, Any], out: Path) -> dict[str, Any]:
+def frontier_row(budget: float, record: BuildRecord, out: Path) -> dict[str, Any]:
     """One budget's line: per metric the held-out error and the black box's, and the evaluator's cost."""
-    evaluator = record.get("evaluator", {})
+    evaluator = record.evaluator or EvaluatorRecord()
     return {
         "max_cost": budget,
         "predictor": str(out),
-        "evaluator_median_fraction": evaluator.get("median_fraction") if evaluator.get("features") else 0.0,
-        "evaluator_features": len(evaluator.get("features", [])),
-        "model_features": len(record.get("features", [])),
-        "metrics": {m: {"median_rel_error": d["validation"].get("median_rel_error"),
-                        "blackbox": d["validation"].get("blackbox", {}).get("median_rel_error"),
-                        "interval_coverage": d["validation"].get("interval_coverage"),
-                        "constant": d["model"].get("method") == "constant" or not d["model"].get("scaling")}
-                    for m, d in record["metrics"].items()},
+        "evaluator_median_fraction": evaluator.median_fraction if evaluator.features else 0.0,
+        "evaluator_features": len(evaluator.features),
+        "model_features": len(record.features),
+        "metrics": {m: {"median_rel_error": d.validation.get("median_rel_error"),
+                        "blackbox": d.validation.get("blackbox", {}).get("median_rel_error"),
+                        "interval_coverage": d.validation.get("interval_coverage"),
+                        "constant": d.is_constant}
+                    for m, d in record.metrics.items()},
     }
 
 
-def run_frontier(options, budgets: list[float], build: Callable[..., dict[str, Any]],
+def run_frontier(options, budgets: list[float], build: Callable[..., BuildRecord],
                  log: Callable[[str], None]) -> list[dict[str, Any]]:
     """Build one predictor per budget under ``options.out``; write frontier.json/.md/.svg there."""
     root = Path(options.out)

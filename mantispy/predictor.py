@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mantispy.build_record import BUILD_FILE, BuildRecord, EvaluatorRecord
 from mantispy.errors import BuildError
 from mantispy.modeling import artefact, selection
 from mantispy.modeling.fitting import measured_metric
@@ -47,7 +48,7 @@ COLD_SAMPLES = 5  # held-out inputs also evaluated in a fresh interpreter, to re
 
 
 def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_ids: list[str],
-             record: dict[str, Any], out: Path) -> None:
+             record: BuildRecord, out: Path) -> None:
     """Emit the combined evaluator, run it on the held-out inputs, and fill ``record`` with the
     validation of every metric (model vs actual vs black box), the evaluator's cost and its fidelity."""
     from mantispy.slicer.evaluators import EvaluatorError, run_evaluator
@@ -134,27 +135,27 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         else:
             validation["blackbox"] = {"available": False, "reason": bb.get("reason", "not fitted")}
         validation["points"] = pts
-        record["metrics"][metric]["validation"] = validation
+        record.metrics[metric].validation = validation
     if warm is not None:
         warm.close()
     fractions = [c["fraction"] for c in costs]
     median_wall = statistics.median(c["actual_s"] for c in costs) if costs else None
-    record["evaluator"] = {
-        "features": selected, "statements_kept": kept, "statements_total": total, "files": files,
-        "cost": costs,
-        "median_fraction": statistics.median(fractions) if fractions else None,
-        "max_fraction": max(fractions) if fractions else None,
-        "median_s": statistics.median(c["evaluator_s"] for c in costs) if costs else None,
-        "warm_startup_s": startup_s,
-        "cold_median_s": statistics.median(cold) if cold else None,
-        "cold_median_fraction": statistics.median(cold) / median_wall if cold and median_wall else None,
-        "fidelity": {"inputs": len(ids) - len(failures), "features": len(selected),
-                     "mismatches": mismatches[:50], "mismatch_count": len(mismatches),
-                     "agreed": (len(ids) - len(failures)) * len(selected) - len(mismatches)},
-        "failures": failures,
-        "slicing": "hybrid" if getattr(session, "observed_calls", None) is not None else "static",
-        "calls_resolved_dynamically": len(getattr(session.sdg, "observed_sites", {}) or {}),
-    }
+    record.evaluator = EvaluatorRecord(
+        features=selected, statements_kept=kept, statements_total=total, files=files,
+        cost=costs,
+        median_fraction=statistics.median(fractions) if fractions else None,
+        max_fraction=max(fractions) if fractions else None,
+        median_s=statistics.median(c["evaluator_s"] for c in costs) if costs else None,
+        warm_startup_s=startup_s,
+        cold_median_s=statistics.median(cold) if cold else None,
+        cold_median_fraction=statistics.median(cold) / median_wall if cold and median_wall else None,
+        fidelity={"inputs": len(ids) - len(failures), "features": len(selected),
+                  "mismatches": mismatches[:50], "mismatch_count": len(mismatches),
+                  "agreed": (len(ids) - len(failures)) * len(selected) - len(mismatches)},
+        failures=failures,
+        slicing="hybrid" if getattr(session, "observed_calls", None) is not None else "static",
+        calls_resolved_dynamically=len(getattr(session.sdg, "observed_sites", {}) or {}),
+    )
     if (mismatches or failures) and getattr(session, "observed_calls", None) is not None:
         # Hybrid slices are trusted only once validated on held-out inputs: this one was not.
         from mantispy.slicer.evaluators import SliceSession
@@ -165,7 +166,7 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
                     "first": (mismatches or failures)[0]}
         static = SliceSession(builder.spec.source_root, session.entry, reuse=session)
         validate(builder, static, models, frame, test_ids, record, out)
-        record["evaluator"]["hybrid_rejected"] = rejected
+        record.evaluator.hybrid_rejected = rejected
 
 
 def _blackbox_by_input(model: dict[str, Any]) -> dict[str, float]:
@@ -179,9 +180,9 @@ def _blackbox_by_input(model: dict[str, Any]) -> dict[str, float]:
     return found
 
 
-def build_id(record: dict[str, Any], models: dict[str, dict[str, Any]], evaluator_dir: Path) -> str:
+def build_id(record: BuildRecord, models: dict[str, dict[str, Any]], evaluator_dir: Path) -> str:
     """A digest of the program source, the models and the evaluator's files."""
-    digest = hashlib.sha256(record["source_hash"].encode())
+    digest = hashlib.sha256(record.source_hash.encode())
     digest.update(json.dumps(models, sort_keys=True).encode())
     for path in sorted(p for p in evaluator_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(path.relative_to(evaluator_dir).as_posix().encode())
@@ -189,22 +190,22 @@ def build_id(record: dict[str, Any], models: dict[str, dict[str, Any]], evaluato
     return digest.hexdigest()[:16]
 
 
-def write_package(staging: Path, out: Path, record: dict[str, Any], models: dict[str, dict[str, Any]]) -> Path:
+def write_package(staging: Path, out: Path, record: BuildRecord, models: dict[str, dict[str, Any]]) -> Path:
     """Write the predictor package into ``staging`` (which holds ``evaluator/``), then move it to ``out``
     (an earlier predictor there is replaced only once the new one is complete)."""
     staging, out = Path(staging), Path(out)
     bid = build_id(record, models, staging / "evaluator")
-    record["build_id"] = bid
+    record.build_id = bid
     (staging / "evaluator" / "BUILD_ID").write_text(bid + "\n", encoding="utf-8")
     (staging / "models.json").write_text(json.dumps(
-        {"format": MODELS_FORMAT, "version": MODELS_VERSION, "build_id": bid, "name": record["name"],
+        {"format": MODELS_FORMAT, "version": MODELS_VERSION, "build_id": bid, "name": record.name,
          "metrics": models}, indent=1) + "\n", encoding="utf-8")
-    (staging / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    features = record["evaluator"]["features"]
+    record.save(staging / BUILD_FILE)
+    features = record.evaluator.features if record.evaluator is not None else []
     inputs = sorted({f for m in models.values() for f in m["scaling"] if f.startswith(INPUT_PREFIX)})
     write_package_kit(staging, PackageConstants(
-        name=record["name"], created=record["created"], build_id=bid, entry=record["entry"],
-        entry_kind=record["entry_kind"], metrics=tuple(models), features=tuple(features), inputs=tuple(inputs)))
+        name=record.name, created=record.created, build_id=bid, entry=record.entry,
+        entry_kind=record.entry_kind, metrics=tuple(models), features=tuple(features), inputs=tuple(inputs)))
     (staging / "README.md").write_text(package_readme(record), encoding="utf-8")
     if out.exists():
         old = out.with_name(out.name + ".old")
@@ -223,17 +224,17 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def package_readme(record: dict[str, Any]) -> str:
+def package_readme(record: BuildRecord) -> str:
     """The package's README: how to call it, its features, accuracy and cost."""
     lines = [
-        f"# Predictor of `{record['name']}`",
+        f"# Predictor of `{record.name}`",
         "",
-        f"Generated by `mantispy build` on {record['created']} (build `{record.get('build_id', '?')}`) from "
-        f"`{record['source']}`, entry `{record['entry']}`. Standard library only; vendor the whole folder.",
+        f"Generated by `mantispy build` on {record.created} (build `{record.build_id or '?'}`) from "
+        f"`{record.source}`, entry `{record.entry}`. Standard library only; vendor the whole folder.",
         "",
         "```python",
         "from predictors.NAME import predict      # this folder, as an importable package",
-        "estimate = predict([\"ARG\", ...])        # " + ", ".join(f"estimate[{m!r}]" for m in record["metrics"]),
+        "estimate = predict([\"ARG\", ...])        # " + ", ".join(f"estimate[{m!r}]" for m in record.metrics),
         "```",
         "",
         "or `mantispy predict PATH/TO/THIS/FOLDER -- ARGS...`. `predict` keeps a warm evaluator process (the "
@@ -246,50 +247,50 @@ def package_readme(record: dict[str, Any]) -> str:
         "| metric | median rel. error | mean rel. error | black-box median | black-box mean | inputs |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for metric, data in record["metrics"].items():
-        v = data.get("validation", {})
+    for metric, data in record.metrics.items():
+        v = data.validation
         bb = v.get("blackbox", {})
         lines.append(f"| {metric} | {_pct(v.get('median_rel_error'))} | {_pct(v.get('mean_rel_error'))} | "
                      f"{_pct(bb.get('median_rel_error')) if bb.get('available') else 'n/a'} | "
                      f"{_pct(bb.get('mean_rel_error')) if bb.get('available') else 'n/a'} | {v.get('n', 0)} |")
-    ev = record.get("evaluator", {})
-    from mantispy.verdicts import build_verdicts, noise_of
+    ev = record.evaluator or EvaluatorRecord()
+    from mantispy.verdicts import build_verdicts
 
-    noise = [f"{m} {_pct(noise_of(record, m))}" for m in record["metrics"] if noise_of(record, m) is not None]
-    coverage = [f"{m} {_pct(d.get('validation', {}).get('interval_coverage'))}" for m, d in record["metrics"].items()
-                if d.get("validation", {}).get("interval_coverage") is not None]
+    noise = [f"{m} {_pct(record.noise_floor(m))}" for m in record.metrics if record.noise_floor(m) is not None]
+    coverage = [f"{m} {_pct(d.validation.get('interval_coverage'))}" for m, d in record.metrics.items()
+                if d.validation.get("interval_coverage") is not None]
     lines += ["", "Noise floor (median deviation of one run from its input's median): " + (", ".join(noise) or "n/a")
               + ". Held-out inputs inside the p10-p90 interval (`predict(..., interval=True)`): "
               + (", ".join(coverage) or "n/a") + ".", "", "### Verdicts", ""]
     lines += [f"- {line}" for line in build_verdicts(record)] or ["- none"]
     lines += [
         "",
-        f"Trained on {record['options']['train_fraction']:.0%} of {record['campaign']['inputs']} inputs. The black "
+        f"Trained on {_pct(record.options.train_fraction)} of {record.campaign.inputs} inputs. The black "
         "box is the same regression on the numbers visible in the input (arguments, file sizes).",
         "",
         "## Evaluator cost",
         "",
-        f"One combined slice keeps {ev.get('statements_kept', 0)} of {ev.get('statements_total', 0)} statements. "
-        f"Median cost per prediction {_pct(ev.get('median_fraction'))} of the program's run time "
-        f"(max {_pct(ev.get('max_fraction'))}) with the warm evaluator `predict` keeps (it imports the program's "
-        f"modules once, in {ev.get('warm_startup_s') or 0:.2f} s, then forks per input); "
-        f"{_pct(ev.get('cold_median_fraction'))} with `predict(..., warm=False)` (a fresh interpreter per call).",
+        f"One combined slice keeps {ev.statements_kept} of {ev.statements_total} statements. "
+        f"Median cost per prediction {_pct(ev.median_fraction)} of the program's run time "
+        f"(max {_pct(ev.max_fraction)}) with the warm evaluator `predict` keeps (it imports the program's "
+        f"modules once, in {ev.warm_startup_s or 0:.2f} s, then forks per input); "
+        f"{_pct(ev.cold_median_fraction)} with `predict(..., warm=False)` (a fresh interpreter per call).",
         "",
         "## Features",
         "",
         "| feature | kind | source | cost (% of run) | metrics |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for f in record["features"]:
-        snippet = (f.get("snippet") or "").replace("|", "\\|")
-        lines.append(f"| `{f['id']}` | {f.get('kind')} | {f.get('file')}:{f.get('line')} `{snippet}` | "
-                     f"{_pct(f.get('cost_fraction'))} | {', '.join(f.get('metrics', []))} |")
+    for f in record.features:
+        snippet = (f.snippet or "").replace("|", "\\|")
+        lines.append(f"| `{f.id}` | {f.kind} | {f.file}:{f.line} `{snippet}` | "
+                     f"{_pct(f.cost_fraction)} | {', '.join(f.metrics)} |")
     lines += ["", "## Polynomials", ""]
-    for metric, data in record["metrics"].items():
-        lines += [f"### {metric}", "", "```", *artefact.polynomial_text(data["model"]), "```", ""]
+    for metric, data in record.metrics.items():
+        lines += [f"### {metric}", "", "```", *artefact.polynomial_text(data.model), "```", ""]
     lines += ["## Cost-loop rounds", "", "| metric | round | selected | rejected | held-out median error |",
               "| --- | --- | --- | --- | --- |"]
-    for row in record.get("rounds", []):
+    for row in record.rounds:
         label = "judged ahead" if row.get("lookahead") else row["round"]
         lines.append(f"| {row['metric']} | {label} | {len(row['selected'])} | {len(row['rejected'])} | "
                      f"{_pct(row.get('median_rel_error'))} |")

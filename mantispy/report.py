@@ -7,8 +7,10 @@ even a string that slipped past escaping could not run. Every string that comes 
 (program and file names, source code, feature ids, reasons) goes through :func:`html.escape`.
 
 The input is ``build.json`` as ``mantispy build`` writes it (format ``mantispy-build``, version 1; the
-contract is in ``docs/report.md``). Optional parts that are missing (no lambda path, no black box, no
-cost-loop rounds, ...) render as a short "not available" note.
+contract is in ``docs/report.md``), read through the typed :class:`mantispy.build_record.BuildRecord`;
+the sections render its JSON form, so that a build dict with parts missing or odd (no lambda path, no
+black box, no cost-loop rounds, a string where a number belongs) still renders, with a short "not
+available" note.
 """
 
 from __future__ import annotations
@@ -16,18 +18,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import json
 import math
 from collections.abc import Callable, Iterable
 from itertools import count
 from pathlib import Path
 from typing import Any
 
+from mantispy.build_record import BUILD_FILE, BUILD_FORMAT, BUILD_VERSION, BuildRecord, BuildRecordError
 from mantispy.core.version import VERSION as __version__
-
-BUILD_FORMAT = "mantispy-build"
-BUILD_VERSION = 1
-BUILD_FILE = "build.json"
 
 MODEL_COLOUR = "#2563eb"
 BLACKBOX_COLOUR = "#ea580c"
@@ -45,34 +43,18 @@ class ReportError(Exception):
 
 
 def load_build(build_dir: Path) -> dict[str, Any]:
-    """Read and check ``build_dir/build.json`` (``build_dir`` may also be the JSON file itself)."""
+    """Read and check ``build_dir/build.json`` (``build_dir`` may also be the JSON file itself) through the
+    typed build record (:class:`mantispy.build_record.BuildRecord`: wrong types, non-finite numbers and
+    unknown formats or versions are refused); returns its JSON form, which the sections render."""
     build_dir = Path(build_dir)
     path = build_dir if build_dir.suffix == ".json" and not build_dir.is_dir() else build_dir / BUILD_FILE
-    fix = "give the folder `mantispy build` wrote (it holds build.json), or run mantispy build again"
+    if path.is_dir():
+        raise ReportError(f"{path}: is a folder, not a file; give the folder `mantispy build` wrote (it holds "
+                          "build.json), or run mantispy build again")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file; {fix}") from None
-    except IsADirectoryError:
-        raise ReportError(f"{path}: is a folder, not a file; {fix}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ReportError(f"{path}: cannot read ({why}); {fix}") from None
-    try:
-        build = json.loads(text)
-    except ValueError as exc:
-        where = f"line {exc.lineno}: " if isinstance(exc, json.JSONDecodeError) else ""
-        raise ReportError(f"{path}: not JSON ({where}{getattr(exc, 'msg', exc)}); {fix}") from None
-    if not isinstance(build, dict) or build.get("format") != BUILD_FORMAT:
-        found = build.get("format") if isinstance(build, dict) else type(build).__name__
-        raise ReportError(f"{path}: not a mantispy build (format {found!r}, expected {BUILD_FORMAT!r}); {fix}")
-    version = build.get("version")
-    if version != BUILD_VERSION:
-        newer = isinstance(version, int) and not isinstance(version, bool) and version > BUILD_VERSION
-        hint = "upgrade mantispy to report on it" if newer else "run mantispy build again"
-        raise ReportError(f"{path}: build format version {version!r} is not supported "
-                          f"(this mantispy reads version {BUILD_VERSION}); {hint}")
-    return build
+        return BuildRecord.load(path).to_dict()
+    except BuildRecordError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def write_report(build_dir: Path, out: Path) -> Path:
@@ -552,12 +534,12 @@ def _summary(build: dict, order: list[str]) -> str:
 
 
 def _verdicts(build: dict) -> list[str]:
-    """The verdicts in words (mantispy.verdicts); none for a build record too sparse to judge."""
+    """The verdicts in words (mantispy.verdicts); none for a build record too sparse or odd to judge."""
     from mantispy.verdicts import build_verdicts
 
     try:
-        return build_verdicts(build)
-    except (TypeError, KeyError, AttributeError, ValueError):
+        return build_verdicts(BuildRecord.from_dict(build))
+    except (BuildRecordError, TypeError, KeyError, AttributeError, ValueError):
         return []
 
 

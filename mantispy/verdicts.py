@@ -8,27 +8,17 @@ more finely on this machine), and how often the prediction intervals held the ac
 
 from __future__ import annotations
 
-from typing import Any
-
-from mantispy.modeling.work import measured_metric
+from mantispy.build_record import BuildRecord
 
 NOISE_FACTOR = 1.5
 """An error within this factor of the noise floor is "at the noise floor"."""
 
 
-def noise_of(record: dict[str, Any], metric: str) -> float | None:
-    """The campaign's noise floor for the stored metric a model is judged against (None if unknown)."""
-    noise = (record.get("campaign") or {}).get("noise") or {}
-    found = noise.get(measured_metric(metric)) or {}
-    floor = found.get("floor")
-    return float(floor) if isinstance(floor, (int, float)) else None
-
-
-def metric_verdicts(record: dict[str, Any], metric: str) -> list[str]:
+def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     """Sentences about one metric's held-out accuracy."""
-    data = record["metrics"][metric]
-    model = data.get("model", {})
-    validation = data.get("validation", {})
+    data = record.metrics[metric]
+    model = data.model
+    validation = data.validation
     error = validation.get("median_rel_error")
     said: list[str] = []
     if model.get("method") == "constant":
@@ -46,12 +36,12 @@ def metric_verdicts(record: dict[str, Any], metric: str) -> list[str]:
             said.append(f"{metric}: better than the black box ({error:.1%} against {bb:.1%}), but not twice as good")
         else:
             said.append(f"{metric}: {bb / max(error, 1e-12):.1f}x better than the black box ({error:.1%} against {bb:.1%})")
-    ceiling = ((record.get("ceiling") or {}).get(metric) or {}).get("median_rel_error")
+    ceiling = (record.ceiling.get(metric) or {}).get("median_rel_error")
     if error is not None and isinstance(ceiling, (int, float)):
         said.append(f"{metric}: a model allowed every feature, cheap or not, reaches {ceiling:.1%}"
                     + (": the cost budget gives up accuracy" if ceiling < 0.8 * error else
                        ": the cheap features lose little"))
-    floor = noise_of(record, metric)
+    floor = record.noise_floor(metric)
     if error is not None and floor is not None:
         if error <= NOISE_FACTOR * floor:
             said.append(f"{metric}: the error ({error:.1%}) is at the noise floor ({floor:.1%}, the spread of repeated "
@@ -67,6 +57,6 @@ def metric_verdicts(record: dict[str, Any], metric: str) -> list[str]:
     return said
 
 
-def build_verdicts(record: dict[str, Any]) -> list[str]:
+def build_verdicts(record: BuildRecord) -> list[str]:
     """Every metric's sentences."""
-    return [line for metric in record.get("metrics", {}) for line in metric_verdicts(record, metric)]
+    return [line for metric in record.metrics for line in metric_verdicts(record, metric)]

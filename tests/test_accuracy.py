@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from mantispy import measurement
 from mantispy.build import ESTIMATE_FACTOR, estimate_limit
+from mantispy.build_record import BuildRecord, CampaignRecord, MetricRecord
 from mantispy.campaign import CALIBRATE_ALL, SpecError, load_spec
 from mantispy.modeling import artefact, selection, work
 from mantispy.modeling.fitting import FitRequest, fit_campaign
@@ -259,10 +260,10 @@ def test_the_work_model_is_judged_against_measured_cpu_time(tmp_path):
 
 # ---------------------------------------------------------------- verdicts and the budget
 def record_with(model, median, bb, floor, coverage=0.8):
-    return {"campaign": {"noise": {"cpu_s": {"floor": floor}}},
-            "metrics": {"cpu_s": {"model": model, "validation": {
-                "median_rel_error": median, "interval_coverage": coverage, "interval_level": [0.1, 0.9],
-                "blackbox": {"available": True, "median_rel_error": bb}}}}}
+    return BuildRecord(campaign=CampaignRecord(noise={"cpu_s": {"floor": floor}}),
+                       metrics={"cpu_s": MetricRecord(model=model, validation={
+                           "median_rel_error": median, "interval_coverage": coverage, "interval_level": [0.1, 0.9],
+                           "blackbox": {"available": True, "median_rel_error": bb}})})
 
 
 def test_verdicts_say_constant_black_box_and_noise_floor_in_words():

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from mantispy.build import BuildOptions, build
+from mantispy.build_record import BuildRecord
 from mantispy.cli_build import load_predictor, print_validation
 from mantispy.modeling import artefact
 
@@ -39,8 +40,10 @@ def built(tmp_path_factory):
     # the tie: these tests judge the program features' evaluators, so the models may not use them.
     options = BuildOptions(spec=root / "batchjob" / "campaign.toml", out=out, max_cost=0.3, train_fraction=0.5,
                            jobs=2, work=root / "work", inputs=False)
-    record = build(options, log=logs.append)
-    return root, out, record, logs, options
+    typed = build(options, log=logs.append)
+    # The typed build record is build.json, both ways.
+    assert BuildRecord.load(out) == typed and BuildRecord.from_dict(json.loads(typed.to_json())) == typed
+    return root, out, typed.to_dict(), logs, options
 
 
 def test_build_writes_a_complete_predictor_package(built):
@@ -164,7 +167,7 @@ def test_predict_refuses_bad_input_and_mixed_builds(built, tmp_path):
 def test_a_second_build_reuses_runs_and_verdicts(built):
     root, out, record, _, options = built
     logs: list[str] = []
-    again = build(options, log=logs.append)
+    again = build(options, log=logs.append).to_dict()
     assert any("0 run(s) executed" in line for line in logs)
     assert again["features"] == record["features"] or sorted(f["id"] for f in again["features"]) == sorted(
         f["id"] for f in record["features"])
@@ -200,7 +203,8 @@ def test_when_every_evaluator_is_too_costly_the_models_are_constants(built, tmp_
     from dataclasses import replace
 
     logs: list[str] = []
-    record = build(replace(options, out=tmp_path / "constant", max_cost=1e-6, lookahead=5, inputs=True), log=logs.append)
+    typed = build(replace(options, out=tmp_path / "constant", max_cost=1e-6, lookahead=5, inputs=True), log=logs.append)
+    record = typed.to_dict()
     for data in record["metrics"].values():  # a constant, or what the black box sees (always cheap)
         model = data["model"]
         assert model["method"] == "constant" or all(f.startswith("input:") for f in model["scaling"])
@@ -211,7 +215,7 @@ def test_when_every_evaluator_is_too_costly_the_models_are_constants(built, tmp_
     estimate = module.predict(argv, cwd=root / "batchjob", extrapolate=True)
     numbers = module.input_numbers(argv, cwd=root / "batchjob")
     assert estimate == pytest.approx({m: artefact.predict(d["model"], numbers) for m, d in record["metrics"].items()})
-    print_validation(record)  # the closing table of a build without an evaluator (it once raised TypeError)
+    print_validation(typed)  # the closing table of a build without an evaluator (it once raised TypeError)
     said = capsys.readouterr().out
     assert "evaluator: none" in said and "noise floor" in said
 
