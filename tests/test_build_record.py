@@ -11,8 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mantispy.build_record import (BuildRecord, BuildRecordError, CampaignRecord, EvaluatorRecord, FeatureRecord,
-                                   MachineRecord, MetricRecord, OptionsRecord)
+from mantispy.build_record import (
+    BuildRecord,
+    BuildRecordError,
+    CampaignRecord,
+    EvaluatorRecord,
+    FeatureRecord,
+    MachineRecord,
+    MetricRecord,
+    OptionsRecord,
+)
 
 
 def sample() -> BuildRecord:
