@@ -26,7 +26,7 @@ a second definition with the same name in one file gets ``@2``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -131,34 +131,108 @@ class Manifest:
         tmp.replace(path)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Manifest:
-        """Inverse of :meth:`to_dict`; refuses other formats and newer versions."""
-        if data.get("format") != MANIFEST_FORMAT:
-            raise ValueError("not a mantispy manifest")
-        if int(data.get("version", 0)) > MANIFEST_VERSION:
-            raise ValueError(
-                f"manifest version {data['version']} is newer than this mantispy understands "
-                f"({MANIFEST_VERSION}); upgrade mantispy"
+    def from_dict(cls, data: Any) -> Manifest:
+        """Inverse of :meth:`to_dict`; refuses other formats, newer versions and ill-typed fields with a
+        :class:`ManifestError` naming the field."""
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise ManifestError("not a mantispy manifest")
+        version = data.get("version", 0)
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ManifestError(f"field version: expected a whole number, not {version!r}")
+        if version > MANIFEST_VERSION:
+            raise ManifestError(
+                f"manifest version {version} is newer than this mantispy understands ({MANIFEST_VERSION}); upgrade mantispy"
             )
+        for key in ("mantispy_version", "source_root", "source_hash"):
+            if not isinstance(data.get(key), str):
+                raise ManifestError(f"field {key}: expected a string")
+        if not isinstance(data.get("options"), dict):
+            raise ManifestError("field options: expected an object")
+        calibration = data.get("calibration")
+        if calibration is not None and not isinstance(calibration, dict):
+            raise ManifestError("field calibration: expected an object or null")
         return cls(
             mantispy_version=data["mantispy_version"],
             source_root=data["source_root"],
             source_hash=data["source_hash"],
             options=data["options"],
-            files=[FileRecord(**f) for f in data["files"]],
-            features=[Feature(**{**f, "span": tuple(f["span"])}) for f in data["features"]],
-            value_sites=[ValueSite(**{**s, "span": tuple(s["span"])}) for s in data["value_sites"]],
-            removed=[Removal(**r) for r in data.get("removed", [])],
-            calibration=data.get("calibration"),
+            files=_items(data, "files", lambda f: _typed(FileRecord(**f))),
+            features=_items(data, "features", lambda f: _checked_feature(_typed(Feature(**{**f, "span": _span(f["span"])})))),
+            value_sites=_items(data, "value_sites", lambda s: _typed(ValueSite(**{**s, "span": _span(s["span"])}))),
+            removed=_items(data, "removed", lambda r: _typed(Removal(**r)), required=False),
+            calibration=calibration,
         )
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
-        """Read ``path`` (a manifest.json or an instrumented OUT directory)."""
+        """Read ``path`` (a manifest.json or an instrumented OUT directory); raises OSError when it cannot
+        be read and :class:`ManifestError` (naming the file) when it is not a usable manifest."""
         path = Path(path)
         if path.is_dir():
             path = path / ".mantis" / "manifest.json"
-        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ManifestError(f"{path}: not JSON ({exc})") from None
+        try:
+            return cls.from_dict(data)
+        except ManifestError as exc:
+            raise ManifestError(f"{path}: {exc}") from None
+
+
+class ManifestError(ValueError):
+    """A manifest mantispy cannot use (the message names the field)."""
+
+
+def _items(data: dict[str, Any], key: str, build: Any, required: bool = True) -> list:
+    """The list ``data[key]``, each item built by ``build``; a bad item is a ManifestError naming it."""
+    if key not in data and not required:
+        return []
+    value = data.get(key)
+    if not isinstance(value, list):
+        raise ManifestError(f"field {key}: expected a list")
+    built = []
+    for n, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ManifestError(f"field {key}[{n}]: expected an object")
+        try:
+            built.append(build(item))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError(f"field {key}[{n}]: {exc}") from None
+    return built
+
+
+def _span(value: Any) -> Span:
+    """Four whole numbers (start line, start column, end line, end column)."""
+    if (not isinstance(value, (list, tuple)) or len(value) != 4
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise ValueError(f"span must be 4 whole numbers, not {value!r}")
+    return value[0], value[1], value[2], value[3]
+
+
+_SIMPLE = {"str": str, "int": int, "float": (int, float), "bool": bool}
+
+
+def _typed(record: Any) -> Any:
+    """``record`` (a dataclass) when each field declared str, int, float or bool (or ``X | None``) holds one."""
+    for f in fields(record):
+        declared = str(f.type).replace(" ", "")
+        optional = declared.endswith("|None")
+        wanted = _SIMPLE.get(declared.removesuffix("|None"))
+        value = getattr(record, f.name)
+        if wanted is None or (optional and value is None):
+            continue
+        if isinstance(value, bool) and wanted is not bool or not isinstance(value, wanted):
+            raise ValueError(f"{f.name} must be {declared.removesuffix('|None')}, not {value!r}")
+        if isinstance(value, float) and value != value:
+            raise ValueError(f"{f.name} must be a number, not NaN")
+    return record
+
+
+def _checked_feature(feature: Feature) -> Feature:
+    if not isinstance(feature.id, str) or feature.kind not in FEATURE_KINDS or not isinstance(feature.file, str):
+        raise ValueError(f"a feature needs a string id and file and a kind among {', '.join(FEATURE_KINDS)}")
+    return feature
 
 
 def manifest_path(out_dir: Path) -> Path:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import io
 import os
 import shutil
 import tempfile
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +80,8 @@ def check_paths(src: Path, out: Path, force: bool) -> None:
     src_dir = src if src.is_dir() else src.parent
     out_r, src_r = out.resolve(), src_dir.resolve()
     overlaps = out_r == src_r or (src.is_dir() and (src_r in out_r.parents or out_r in src_r.parents))
+    if overlaps and src.is_dir() and src_r / ".mantis" in out_r.parents:  # SRC/.mantis/...: never read as source
+        overlaps = False
     if overlaps:
         raise InstrumentError(
             f"{out}: the output folder overlaps the source {src}; choose -o outside it (SRC is never written)"
@@ -180,9 +184,13 @@ def _instrument_file(
     if _excluded(rel, exclude):
         return copy_unchanged("excluded")
     try:
-        source = data.decode("utf-8")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # PEP 263 declaration, BOM, else UTF-8
+        source = data.decode(encoding)
+    except (SyntaxError, LookupError) as exc:
+        return copy_unchanged("error", SourceError(rel, 0, f"unknown source encoding ({exc})"))
     except UnicodeDecodeError as exc:
-        return copy_unchanged("error", SourceError(rel, 0, f"not UTF-8 ({exc.reason}); only UTF-8 sources are instrumented"))
+        return copy_unchanged("error", SourceError(rel, 0, f"not {exc.encoding} ({exc.reason}), as its encoding "
+                                                        "declaration (or the UTF-8 default) says"))
     error = _syntax_error(rel, source)
     if error is not None:
         return copy_unchanged("error", error)
@@ -197,7 +205,11 @@ def _instrument_file(
         # A bug of ours must never break the user's program: ship the original and say so.
         invalid.message = f"internal error, file left uninstrumented: generated code does not compile ({invalid.message})"
         return copy_unchanged("error", invalid)
-    target.write_text(result.code, encoding="utf-8")
+    try:
+        target.write_bytes(result.code.encode(encoding))  # the file's own encoding: its declaration stays true
+    except UnicodeEncodeError:
+        return copy_unchanged("error", SourceError(rel, 0, f"internal error, file left uninstrumented: the probes "
+                                                         f"cannot be written in {encoding}"))
     shutil.copymode(path, target)
     manifest.features.extend(result.features)
     manifest.value_sites.extend(result.value_sites)

@@ -36,18 +36,20 @@ from typing import Any
 from mantispy.build_record import (
     BUILD_FILE,
     BuildRecord,
+    BuildRecordError,
     CampaignRecord,
     FeatureRecord,
     MachineRecord,
     MetricRecord,
     OptionsRecord,
 )
-from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, load_spec
+from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, SpecError, load_spec
 from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
-from mantispy.modeling.fitting import FitRequest, fit_campaign, measured_metric, resolve_metric, split_inputs
+from mantispy.modeling.fitting import FitRequest, fit_campaign, measured_metric, resolve_metric, split_inputs, split_problem
 from mantispy.modeling.spore import ModelingError
+from mantispy.outputs import OutputError, check_folder, is_predictor, refuse_overlap
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
 from mantispy.slicer.warm_client import WarmEvaluator
@@ -388,6 +390,10 @@ class Builder:
         self.spec = dataclasses.replace(spec, calibration_runs=CALIBRATE_ALL,
                                         original_repeats=options.repeats or spec.original_repeats)
         self.work = Path(options.work or self.spec.workdir / ".mantis" / "build-work" / self.spec.name)
+        _check_out(Path(options.out), options.force, self.spec.source_root, Path(options.spec), self.work)
+        problem = split_problem(len({record.id for record in self.spec.inputs}), options.train_fraction)
+        if problem is not None:  # said before anything runs, not after profiling and slicing
+            raise SpecError(f"{options.spec}: {problem}")
         self.work.mkdir(parents=True, exist_ok=True)
         self.metrics = tuple(resolve_metric(m) for m in options.metrics)
         self.rounds: list[dict[str, Any]] = []
@@ -403,10 +409,9 @@ class Builder:
 
     def _run(self) -> BuildRecord:
         from mantispy.predictor import validate, write_package
-        from mantispy.slicer.evaluators import SliceSession
+        from mantispy.slicer.evaluators import SliceSession, TooDeepError
 
         out = Path(self.options.out)
-        _check_out(out, self.options.force)
         store = RunStore(self.work / "mantis.db")
         try:
             campaign = self.profile(store)
@@ -418,7 +423,10 @@ class Builder:
             observed = self.observe_calls(store, train_ids) if self.options.observed_calls else None
             self.log("analysing the program (call graph, system dependence graph, summary edges)"
                      + (" with the calls observed on training inputs" if observed else ""))
-            session = SliceSession(self.spec.source_root, entry_string(self.spec), observed_calls=observed)
+            try:
+                session = SliceSession(self.spec.source_root, entry_string(self.spec), observed_calls=observed)
+            except TooDeepError as exc:
+                raise BuildError(f"{self.spec.source_root}/{exc}") from None
             self.static_session = session if observed is None else None
             train = frame[frame["input_id"].isin(train_ids)]
             median_wall = float(train["metric:wall_s"].median())
@@ -742,12 +750,20 @@ def _source_context(root: Path, file: str | None, line: int | None, end_line: in
     return {"first_line": first, "lines": lines[first - 1:last], "highlight": [line, end]}
 
 
-def _check_out(out: Path, force: bool) -> None:
-    """The package folder may be new, empty, or an earlier predictor (replaced at the end)."""
-    if out.exists() and not out.is_dir():
-        raise BuildError(f"{out}: exists and is not a folder; choose another -o")
-    if out.is_dir() and any(out.iterdir()) and not (out / "build.json").is_file() and not force:
-        raise BuildError(f"{out}: not empty and not an earlier predictor; choose an empty folder or pass --force")
+def _check_out(out: Path, force: bool, source: Path, spec_file: Path, work: Path) -> None:
+    """The package folder may be new, empty, or an earlier predictor (replaced at the end); never the
+    program, its spec or the work folder (nor a folder holding or inside the program). An earlier predictor
+    of another program is replaced only with ``force``. Raises :class:`OutputError`."""
+    refuse_overlap(out, {"program's source": source, "campaign spec": spec_file, "build's work folder": work})
+    check_folder(out, lambda p: is_predictor(p) or (p / BUILD_FILE).is_file(), "predictor")
+    if (out / BUILD_FILE).is_file() and not force:
+        try:
+            earlier = BuildRecord.load(out).source
+        except BuildRecordError:
+            earlier = None
+        if earlier and Path(earlier).resolve() != Path(source).resolve():
+            raise OutputError(f"{out}: holds the predictor of another program ({earlier}); pass --force to "
+                              "replace it, or choose another -o")
 
 
 def build(options: BuildOptions, log: Log = lambda _m: None) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import sys
 import tomllib
 from collections.abc import Iterable
@@ -52,6 +53,11 @@ from pathlib import Path
 from typing import Any
 
 KNOWN_METRICS = ("wall_s", "cpu_s", "max_rss_kb")
+CAMPAIGN_NAME = re.compile(r"[^./\\\x00-\x1f][^/\\\x00-\x1f]{0,127}")
+"""What a campaign name may be: it names the store's campaign and the build's work folder."""
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+"""The longest timeout a run may have."""
+
 TOP_KEYS = {"name", "source", "entry", "workdir", "repeats", "timeout", "metrics", "calibration_runs", "build",
             "env", "instrument", "inputs", "original_repeats", "order_seed", "rerun_threshold", "rerun_repeats"}
 INSTRUMENT_KEYS = {"k", "only", "exclude"}
@@ -263,6 +269,9 @@ def load_spec(path: Path | str) -> CampaignSpec:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the spec ({exc.strerror}); check the path") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 (byte {exc.start}: {exc.reason}); TOML files are UTF-8, save it as "
+                        "UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML ({exc}); fix the syntax") from None
     _check_keys(path, raw, TOP_KEYS, "the spec")
@@ -270,6 +279,9 @@ def load_spec(path: Path | str) -> CampaignSpec:
     for required in ("source", "entry", "inputs"):
         if required not in raw:
             raise _fail(path, f"missing {required!r}; see the worked example in the README")
+    for key in ("source", "entry", "workdir", "build"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key] or "\x00" in raw[key]):
+            raise _fail(path, f"{key} must be a path or entry as a non-empty string, not {raw[key]!r}")
     source = (spec_dir / raw["source"]).resolve()
     if not source.exists():
         raise _fail(path, f"source {raw['source']!r} does not exist (relative to {spec_dir})")
@@ -279,25 +291,41 @@ def load_spec(path: Path | str) -> CampaignSpec:
     workdir = (spec_dir / raw.get("workdir", ".")).resolve()
     if not workdir.is_dir():
         raise _fail(path, f"workdir {raw.get('workdir')!r} is not a folder")
-    name = str(raw.get("name", path.stem))
-    metrics = list(raw.get("metrics", KNOWN_METRICS))
+    name = raw.get("name", path.stem)
+    if not isinstance(name, str) or not CAMPAIGN_NAME.fullmatch(name):
+        raise _fail(path, f"name {name!r} names a folder of the work area: give 1-128 characters without '/', '\\' "
+                          "or control characters, not starting with '.'")
+    metrics = raw.get("metrics", KNOWN_METRICS)
+    if not isinstance(metrics, (list, tuple)) or not all(isinstance(m, str) for m in metrics):
+        raise _fail(path, f"metrics must be a list of names like [\"wall_s\", \"cpu_s\"], not {metrics!r}")
+    metrics = list(metrics)
     bad = [m for m in metrics if m not in KNOWN_METRICS]
     if bad:
         raise _fail(path, f"unknown metric {bad[0]!r}; known: {', '.join(KNOWN_METRICS)}")
-    instrument = dict(raw.get("instrument", {}))
+    instrument = raw.get("instrument", {})
+    if not isinstance(instrument, dict):
+        raise _fail(path, f"[instrument] must be a table, not {instrument!r}")
+    instrument = dict(instrument)
     _check_keys(path, instrument, INSTRUMENT_KEYS, "[instrument]")
     env = raw.get("env", {})
-    if not isinstance(env, dict):
+    if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                            for v in env.values()):
         raise _fail(path, "[env] must be a table of NAME = \"value\"")
     inputs_table = raw["inputs"]
     if not isinstance(inputs_table, dict):
         raise _fail(path, "[inputs] must be a table with 'generator' or 'list'")
     _check_keys(path, inputs_table, INPUTS_KEYS, "[inputs]")
     records: list[InputRecord] = []
-    for n, item in enumerate(inputs_table.get("list", [])):
+    listed = inputs_table.get("list", [])
+    if not isinstance(listed, list):
+        raise _fail(path, f"inputs.list must be a list of tables ([[inputs.list]]), not {listed!r}")
+    for n, item in enumerate(listed):
         records.append(_record(path, item, entry, f"inputs.list[{n}]"))
     if "generator" in inputs_table:
-        generated = _generate(path, spec_dir, str(inputs_table["generator"]), dict(inputs_table.get("generator_args", {})))
+        generator_args = inputs_table.get("generator_args", {})
+        if not isinstance(inputs_table["generator"], str) or not isinstance(generator_args, dict):
+            raise _fail(path, "inputs.generator must be \"FILE.py:function\" and inputs.generator_args a table")
+        generated = _generate(path, spec_dir, inputs_table["generator"], dict(generator_args))
         records += [_record(path, item, entry, f"generated input {n}") for n, item in enumerate(generated)]
     if not records:
         raise _fail(path, "no inputs: give [[inputs.list]] items or an inputs generator")
@@ -312,9 +340,13 @@ def load_spec(path: Path | str) -> CampaignSpec:
                     pass
             except OSError as exc:
                 raise _fail(path, f"input {record.id!r}: cannot read file {file_name!r} ({exc.strerror}) in {workdir}") from None
-    repeats, timeout = int(raw.get("repeats", 1)), float(raw.get("timeout", 600))
-    if repeats < 1 or timeout <= 0:
-        raise _fail(path, "repeats must be >= 1 and timeout > 0")
+    repeats, timeout = raw.get("repeats", 1), raw.get("timeout", 600)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= 1000:
+        raise _fail(path, f"repeats must be a whole number from 1 to 1000, not {repeats!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise _fail(path, f"timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g} (a week), "
+                          f"not {timeout!r}")
+    timeout = float(timeout)
     return CampaignSpec(
         path=path.resolve(),
         name=name,

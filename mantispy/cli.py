@@ -1,12 +1,14 @@
 """The ``mantispy`` command line.
 
-Every verb has ``--help``. Bad input ends with one line ``mantispy: error: ...`` on stderr that names
-the file and the fix, and a non-zero exit status (1 for bad input, 2 for bad usage).
+Every verb has ``--help``. Bad usage or bad input ends with one line ``mantispy: error: ...`` on stderr
+that names the file and the fix, and exit status 2; a program or build that failed, with exit status 1
+(:mod:`mantispy.errors`). No traceback unless ``--debug`` or MANTISPY_DEBUG=1 asks for one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections import Counter
@@ -16,7 +18,33 @@ import click
 
 from mantispy.cli_build import register as _register_product_verbs
 from mantispy.core.version import VERSION as __version__
-from mantispy.errors import UserError
+from mantispy.core.watchdog import WATCHDOG
+from mantispy.errors import DEBUG_ENV, EXIT_FAILED, FailureError, UserError
+
+
+def _output_file(out: Path, is_ours, what: str, force: bool = False, **protected: Path | None) -> None:
+    """Refuse (exit 2) a file output that would overwrite a protected path or a file mantispy did not write."""
+    from mantispy.outputs import OutputError, check_file, refuse_overlap
+
+    try:
+        refuse_overlap(out, {k.replace("_", " "): v for k, v in protected.items()})
+        check_file(out, is_ours, what, force=force)
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _json_of(path: Path):
+    """The JSON document in ``path``, or None."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _json_format(path: Path) -> str | None:
+    """The ``format`` field of the JSON object in ``path`` (None for anything else)."""
+    data = _json_of(path)
+    return data.get("format") if isinstance(data, dict) else None
 
 
 def _families(value: str | None) -> frozenset[str]:
@@ -33,8 +61,14 @@ def _families(value: str | None) -> frozenset[str]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mantispy")
-def cli() -> None:
-    """Predict a Python program's run time and resources from its input, before running it."""
+@click.option("--debug", is_flag=True, help=f"Show the traceback of an internal error (or set {DEBUG_ENV}=1).")
+def cli(debug: bool) -> None:
+    """Predict a Python program's run time and resources from its input, before running it.
+
+    Exit status: 0 success, 1 the program or the build failed, 2 bad usage or bad input.
+    """
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
 
 
 @cli.command()
@@ -293,8 +327,25 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
         err.print(f"mantispy: recording observed calls (up to {observe_inputs} untimed runs of the original source)")
         calls_path, calls = observe_campaign(spec, store_path, observe_inputs, jobs, log=lambda m: err.print(f"mantispy: {m}"))
         err.print(f"mantispy: {summary_line(calls, calls_path)}")
-    _print_summary(store, store.campaign(spec.name), summary)
-    store.close()
+    campaign = store.campaign(spec.name)
+    _print_summary(store, campaign, summary)
+    try:
+        _check_campaign_outcome(store, campaign)
+    finally:
+        store.close()
+
+
+def _check_campaign_outcome(store, campaign) -> None:
+    """A campaign whose every run failed, or whose runs recorded no feature, is a failure (exit 1)."""
+    frame = store.dataframe(campaign, variant="instrumented", status="ok")
+    if frame.empty:
+        raise FailureError(f"{store.path}: every run of campaign {campaign.name!r} failed; see why with mantispy runs "
+                           f"--store {store.path} --list (each run keeps its stderr tail)")
+    features = [c for c in frame.columns if not c.startswith(("metric:", "input:")) and c not in ("input_id", "repeat", "status")]
+    if not features:
+        raise FailureError(f"{store.path}: campaign {campaign.name!r} recorded no feature in any run (no instrumented "
+                           "construct ran: the program has none, or its files could not be instrumented, see above), "
+                           "so there is nothing to model")
 
 
 def noise_lines(noise: dict) -> list[str]:
@@ -369,15 +420,21 @@ def runs(store_path: Path, campaign_name: str | None, list_runs: bool) -> None:
 @click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
 @click.option("--all-runs", is_flag=True, help="Include failed runs and uninstrumented calibration runs.")
-def export(store_path: Path, campaign_name: str | None, fmt: str, out: Path, all_runs: bool) -> None:
+@click.option("--force", is_flag=True, help="Replace OUT if it exists (never the store itself).")
+def export(store_path: Path, campaign_name: str | None, fmt: str, out: Path, all_runs: bool, force: bool) -> None:
     """Export one row per run (metrics, input numbers, features) as CSV or Parquet."""
+    _output_file(out, lambda _p: False, "export", force=force, run_store=store_path)
     store = _open_store(store_path)
     campaign = _pick_campaign(store, campaign_name)
     frames = [store.dataframe(campaign, variant=v, status=None if all_runs else "ok")
               for v in (("instrumented", "original") if all_runs else ("instrumented",))]
     import pandas as pd
 
-    frame = pd.concat([f.assign(variant=v) for f, v in zip(frames, ("instrumented", "original")) if not f.empty])
+    parts = [f.assign(variant=v) for f, v in zip(frames, ("instrumented", "original")) if not f.empty]
+    if not parts:
+        raise UserError(f"{store.path}: campaign {campaign.name!r} has no successful run to export; see mantispy runs "
+                        "--list, or pass --all-runs to export the failed ones too")
+    frame = pd.concat(parts)
     if fmt == "parquet":
         try:
             frame.to_parquet(out)
@@ -445,6 +502,7 @@ def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, t
     from mantispy.modeling import artefact
     from mantispy.modeling.fitting import FitRequest, ModelingError, fit_campaign
 
+    _output_file(out, lambda p: _json_format(p) == "mantispy-model", "model", run_store=store_path)
     store = _open_store(store_path)
     request = FitRequest(metric=metric, degree=degree, train_fraction=train_fraction, method=method, seed=seed,
                          exclude=exclude, sensitivity=not no_sensitivity, form=form, metrics_from=metrics_from,
@@ -642,6 +700,9 @@ def callgraph(src: Path, entry: Path, fmt: str, out: Path | None) -> None:
 
     if not src.exists():
         raise UserError(f"{src}: no such file or folder; give the program's source folder or .py file")
+    if out is not None:
+        _output_file(out, lambda p: isinstance(_json_of(p), dict) or p.read_text(errors="replace").startswith("digraph"),
+                     "call graph", program_source=src)
     entry_path = _entry_path(src, entry)
     if not entry_path.is_file():
         raise UserError(f"{entry}: entry file not found (looked for {entry_path}); give a .py file inside {src}")
@@ -666,13 +727,22 @@ def callgraph(src: Path, entry: Path, fmt: str, out: Path | None) -> None:
 
 def _slice_session(src: Path, entry: str):
     from mantispy.slicer.callgraph import CallGraphError
-    from mantispy.slicer.evaluators import SliceSession
-    from mantispy.slicer.program import ProgramError
+    from mantispy.slicer.evaluators import SliceSession, TooDeepError
+    from mantispy.slicer.program import Program, ProgramError
 
     try:
-        return SliceSession(src, entry)
+        program = Program.load(src)
+    except ProgramError as exc:
+        raise UserError(f"{exc}; check SRC and --entry") from None
+    problem = program.entry_problem(entry)
+    if problem is not None:
+        raise UserError(f"{problem}; give SCRIPT.py, '-m module' or module:function of the program")
+    try:
+        return SliceSession(src, entry, program=program)
     except (ProgramError, CallGraphError) as exc:
         raise UserError(f"{exc}; check SRC and --entry") from None
+    except TooDeepError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _hybrid_session(session, observed_calls: Path):
@@ -697,6 +767,13 @@ def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None, observed
     """Slice SRC down to what one feature counter depends on and emit an executable evaluator."""
     from mantispy.slicer.evaluators import EvaluatorError
 
+    if out is not None:
+        from mantispy.outputs import OutputError, refuse_overlap
+
+        try:
+            refuse_overlap(out, {"program's source": src})
+        except OutputError as exc:
+            raise UserError(str(exc)) from None
     session = _slice_session(src, entry)
     for problem in session.program.problems:
         click.echo(str(problem), err=True)
@@ -736,7 +813,7 @@ def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None, observed
 @cli.command()
 @click.argument("src", type=click.Path(path_type=Path))
 @click.option("--entry", required=True, help="How the program starts: SCRIPT.py, '-m module' or module:function.")
-@click.option("--input", "inputs", multiple=True, required=True, metavar="ARGS", help='One input, e.g. "--docs 300". Repeatable.')
+@click.option("--input", "inputs", multiple=True, required=True, metavar="ARGS", help='One input, e.g. "--docs 300" (for a module:function entry, its keyword arguments as one JSON object). Repeatable.')
 @click.option("--feature", "feature_ids", multiple=True, help="Features to check (default: every counter, see --kinds).")
 @click.option("--kinds", default="loop,branch,call,exception", show_default=True, help="Kinds checked when no --feature is given.")
 @click.option("--sample", default=0, type=click.IntRange(0), help="Check only this many features (spread over the list).")
@@ -751,6 +828,8 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
 
     from mantispy.slicer.evaluators import EvaluatorError, check_fidelity
 
+    if out is not None:
+        _output_file(out, lambda p: isinstance(_json_of(p), list), "fidelity report", program_source=src)
     session = _slice_session(src, entry)
     wanted = list(feature_ids) or [f for f, info in session.features.items() if info["kind"] in kinds.split(",")]
     if sample and len(wanted) > sample:
@@ -774,7 +853,9 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
             out.write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
         return
     try:
-        rows = check_fidelity(session, src, [shlex.split(i) for i in inputs], wanted)
+        callable_entry = ":" in entry and not entry.strip().endswith(".py") and not entry.startswith("-m ")
+        given = [[i] if callable_entry else shlex.split(i) for i in inputs]  # a callable's input is one JSON object
+        rows = check_fidelity(session, src, given, wanted)
     except EvaluatorError as exc:
         raise UserError(str(exc)) from None
     sliceable = sum(r.status == "sliceable" for r in rows)
@@ -790,8 +871,35 @@ _register_product_verbs(cli)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="mantispy")
+    """Console-script entry point: an unexpected exception is one line (exit status 1) unless ``--debug``
+    or MANTISPY_DEBUG=1 asks for its traceback."""
+    try:
+        cli.main(prog_name="mantispy", standalone_mode=False)
+    except click.exceptions.Exit as exc:  # --help, --version
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        WATCHDOG.end_all()  # runs in worker threads wait for their programs: end them, so the threads end
+        click.echo("mantispy: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        WATCHDOG.end_all()
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        WATCHDOG.end_all()
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            raise
+        click.echo(f"mantispy: internal error: {_internal(exc)} (run again with --debug for the traceback)", err=True)
+        sys.exit(EXIT_FAILED)
+
+
+def _internal(exc: BaseException) -> str:
+    """One line for an exception mantispy did not expect."""
+    if isinstance(exc, RecursionError):
+        return ("the program nests deeper than mantispy's analysis can follow (RecursionError: an expression or "
+                "statement nested hundreds of levels deep)")
+    text = " ".join(str(exc).split())[:300]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from mantispy.build_record import BuildRecord, BuildRecordError, EvaluatorRecord
-from mantispy.errors import BuildError, UserError
+from mantispy.errors import BuildError, FailureError, UserError
+from mantispy.outputs import OutputError, check_folder, refuse_overlap
 
 
 @click.command()
@@ -32,7 +33,7 @@ from mantispy.errors import BuildError, UserError
 @click.option("--cost-inputs", default=3, show_default=True, type=click.IntRange(1, 50), help="Training inputs each evaluator is timed on.")
 @click.option("--validate", "validate_inputs", default=None, type=click.IntRange(1), help="Validate on at most this many held-out inputs (default: all).")
 @click.option("--static", "static_only", is_flag=True, help="Slice statically only (no calls observed on training inputs).")
-@click.option("--force", is_flag=True, help="Write into OUT even if it is not empty and not an earlier predictor.")
+@click.option("--force", is_flag=True, help="Replace OUT even if it holds the predictor of another program (a folder mantispy did not write is never replaced).")
 @click.option("--form", type=click.Choice(["auto", "polynomial", "log"]), default="auto", show_default=True,
               help="Model form: additive polynomial, multiplicative (log), or chosen by cross-validation.")
 @click.option("--repeats", type=click.IntRange(1, 100), default=None,
@@ -63,7 +64,9 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
         return
     try:
         record = run_build(options, log=lambda m: click.echo(m, err=True))
-    except (BuildError, SpecError, StoreError) as exc:
+    except BuildError as exc:
+        raise FailureError(str(exc)) from None
+    except (SpecError, StoreError, OutputError) as exc:
         raise UserError(str(exc)) from None
     print_validation(record)
     click.echo(f"predictor written to {out}: mantispy predict {out} -- ARGS...  |  mantispy report {out} -o report.html")
@@ -81,20 +84,25 @@ def _build_frontier(options, text: str) -> None:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     root = Path(options.out)
-    if root.exists() and (not root.is_dir() or (any(root.iterdir()) and not (root / "frontier.json").is_file()
-                                                and not options.force)):
-        raise UserError(f"{root}: not empty and not an earlier frontier; choose an empty folder or pass --force")
-    if options.work is None:  # one work folder for every budget: the campaign is profiled once
-        from mantispy.campaign import load_spec
+    from mantispy.campaign import load_spec
 
-        try:
-            spec = load_spec(options.spec)
-        except (SpecError, FileNotFoundError) as exc:
-            raise UserError(str(exc)) from None
+    try:
+        spec = load_spec(options.spec)
+    except (SpecError, FileNotFoundError) as exc:
+        raise UserError(str(exc)) from None
+    if options.work is None:  # one work folder for every budget: the campaign is profiled once
         options = dataclasses.replace(options, work=spec.workdir / ".mantis" / "build-work" / spec.name)
     try:
+        refuse_overlap(root, {"program's source": spec.source_root, "campaign spec": Path(options.spec),
+                              "build's work folder": options.work})
+        check_folder(root, lambda p: (p / "frontier.json").is_file(), "frontier")
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
+    try:
         rows = run_frontier(options, budgets, run_build, log=lambda m: click.echo(m, err=True))
-    except (BuildError, SpecError, StoreError) as exc:
+    except BuildError as exc:
+        raise FailureError(str(exc)) from None
+    except (SpecError, StoreError, OutputError) as exc:
         raise UserError(str(exc)) from None
     for line in table_lines(rows):
         click.echo(line)
@@ -109,25 +117,28 @@ def print_validation(record: BuildRecord) -> None:
 
     from mantispy.verdicts import build_verdicts
 
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    if not record.metrics:
+        console.print(f"{record.name or 'this build'}: no metric was modelled, so there is no validation to show")
+        return
     first = next(iter(record.metrics))
-    table = Table(title=f"{record.name}: held-out validation ({record.metrics[first].validation['n']} inputs)")
+    table = Table(title=f"{record.name}: held-out validation ({record.metrics[first].validation.get('n', 0)} inputs)")
     for column in ("metric", "median error", "mean error", "black-box median", "black-box mean", "noise floor",
                    "p10-p90 coverage", "model"):
         table.add_column(column, justify="right" if column not in ("metric", "model") else "left")
     pct = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
     for metric, data in record.metrics.items():
         v = data.validation
-        bb = v["blackbox"]
+        bb = v.get("blackbox") or {}
         model = data.model
         if data.is_constant:
             what = "constant"
         else:
             what = f"{model.get('form', 'polynomial')}, {len(model['scaling'])} feature(s)"
-        table.add_row(metric, pct(v["median_rel_error"]), pct(v["mean_rel_error"]),
+        table.add_row(metric, pct(v.get("median_rel_error")), pct(v.get("mean_rel_error")),
                       pct(bb.get("median_rel_error")) if bb.get("available") else "n/a",
                       pct(bb.get("mean_rel_error")) if bb.get("available") else "n/a",
                       pct(record.noise_floor(metric)), pct(v.get("interval_coverage")), what)
-    console = Console(width=None if sys.stdout.isatty() else 120)
     console.print(table)
     for line in build_verdicts(record):
         console.print(f"  {line}", highlight=False)
@@ -178,7 +189,8 @@ def predict(predictor: Path, kwargs_json: str | None, cwd: Path | None, timeout:
         estimates = module.predict(None if module.ENTRY_KIND == "callable" else argv, cwd=cwd, timeout=timeout,
                                    extrapolate=extrapolate, warm=False, interval=True, **kwargs)
     except module.PredictionError as exc:
-        raise UserError(f"{predictor}: {exc}") from None
+        rejected = isinstance(exc, getattr(module, "InputRejected", ()))  # packages built before it: all 1
+        raise (UserError if rejected else FailureError)(f"{predictor}: {exc}") from None
     if as_json:
         click.echo(json.dumps(estimates))
         return
@@ -241,7 +253,7 @@ def calibrate(predictor: Path, repeats: int) -> None:
     try:
         data = run_calibration(predictor, module, repeats=repeats, log=lambda m: click.echo(m, err=True))
     except (CalibrationError, module.PredictionError) as exc:
-        raise UserError(f"{predictor}: {exc}") from None
+        raise FailureError(f"{predictor}: {exc}") from None
     click.echo(f"seconds per unit of work on this machine: {data['seconds_per_unit']:.4g} "
                f"(from {len(data['inputs'])} input(s)); written to {predictor}/calibration.json")
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec
 from mantispy.core.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, program_argv
-from mantispy.instrument.manifest import Manifest, manifest_path
+from mantispy.core.watchdog import WATCHDOG
+from mantispy.instrument.manifest import Manifest, ManifestError, manifest_path
 from mantispy.measurement import CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, repeats_by_input, run_context
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
 
@@ -75,6 +76,8 @@ def execute(task: RunTask) -> RunRecord:
                                  stderr_tail=f"cannot start {task.argv[0]}: {exc}", host=socket.gethostname(),
                                  started=started, finished=time.time())
 
+            WATCHDOG.watch_group(proc.pid)
+
             def kill() -> None:
                 timed_out.set()
                 _kill_group(proc.pid)
@@ -94,6 +97,7 @@ def execute(task: RunTask) -> RunRecord:
                 sampler.stop()
             proc.returncode = os.waitstatus_to_exitcode(status)
             _kill_group(proc.pid)  # leftovers the program started in its session
+            WATCHDOG.forget_group(proc.pid)
         tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
         if peak_file.exists():  # the instrumented program's own VmHWM at exit: catches a late peak
             try:
@@ -158,9 +162,13 @@ def prepare_build(spec: CampaignSpec, log: Callable[[str], None] = lambda _m: No
     exclude = list(spec.instrument.get("exclude", []))
     wanted = {"families": sorted(options.families), "k": options.k, "exclude": exclude, "disabled": []}
     if manifest_path(spec.build).exists():
-        existing = Manifest.load(spec.build)
+        try:
+            existing = Manifest.load(spec.build)
+        except (OSError, ManifestError) as exc:  # our own cache, damaged: instrument again
+            log(f"the instrumented build in {spec.build} is unreadable ({exc}); instrumenting again")
+            existing = None
         fresh = instrument_tree_hash(spec.source)
-        if existing.source_hash == fresh and existing.options == wanted:
+        if existing is not None and existing.source_hash == fresh and existing.options == wanted:
             log(f"reusing the instrumented build in {spec.build}")
             return existing
     result = instrument_tree(spec.source, spec.build, options, exclude)

@@ -26,6 +26,7 @@ from typing import Any
 
 from mantispy.build_record import BUILD_FILE, BUILD_FORMAT, BUILD_VERSION, BuildRecord, BuildRecordError
 from mantispy.core.version import VERSION as __version__
+from mantispy.outputs import REPORT_MARK, OutputError, check_file, is_report
 
 MODEL_COLOUR = "#2563eb"
 BLACKBOX_COLOUR = "#ea580c"
@@ -58,10 +59,15 @@ def load_build(build_dir: Path) -> dict[str, Any]:
 
 
 def write_report(build_dir: Path, out: Path) -> Path:
-    """Render ``build_dir/build.json`` into the HTML file ``out`` (written atomically); returns ``out``."""
+    """Render ``build_dir/build.json`` into the HTML file ``out`` (written atomically); returns ``out``. An
+    existing ``out`` is replaced only if it is an earlier mantispy report."""
+    out = Path(out)
+    try:
+        check_file(out, is_report, "mantispy report")
+    except OutputError as exc:
+        raise ReportError(str(exc)) from None
     build = load_build(build_dir)
     page = render_report(build)
-    out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")
@@ -1054,7 +1060,7 @@ def render_report(build: dict) -> str:
               "build. Self-contained: no network, no server.</footer>")
     return (
         "<!DOCTYPE html>\n"
-        f'<html lang="en"><head><meta charset="utf-8">'
+        f'<html lang="en"><head><meta charset="utf-8">{REPORT_MARK}'
         f'<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>mantispy report: {_e(name)}</title>"

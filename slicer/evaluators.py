@@ -37,23 +37,35 @@ class EvaluatorError(Exception):
     """A feature cannot be sliced or emitted; the message says why."""
 
 
+class TooDeepError(EvaluatorError):
+    """The program nests deeper than the analysis can follow (the message names the deepest file)."""
+
+
 class SliceSession:
     """One program, analysed once, sliced many times."""
 
-    def __init__(self, src: Path, entry: str, observed_calls=None, reuse: SliceSession | None = None) -> None:
+    def __init__(self, src: Path, entry: str, observed_calls=None, reuse: SliceSession | None = None,
+                 program: Program | None = None) -> None:
         """``observed_calls`` (a path, JSON document or observations.Observations) makes the slices hybrid:
         call sites static inference left unresolved get their observed callees (see observations.py and hybrid.py).
-        ``reuse``: another session of the same program whose program and call graph are shared."""
-        self.program = reuse.program if reuse is not None else Program.load(src)
+        ``reuse``: another session of the same program whose program and call graph are shared; ``program``:
+        the program already loaded from ``src``."""
+        self.program = reuse.program if reuse is not None else program if program is not None else Program.load(src)
         self.entry = entry
         started = time.perf_counter()
-        self.callgraph = reuse.callgraph if reuse is not None else build_call_graph(self.program, entry_path(self.program, entry))
-        self.observed_calls = None
-        if observed_calls is not None:
-            from .observations import Observations
+        try:
+            self.callgraph = (reuse.callgraph if reuse is not None
+                              else build_call_graph(self.program, entry_path(self.program, entry)))
+            self.observed_calls = None
+            if observed_calls is not None:
+                from .observations import Observations
 
-            self.observed_calls = Observations.coerce(observed_calls)
-        self.sdg = build_sdg(self.program, self.callgraph, self.observed_calls)
+                self.observed_calls = Observations.coerce(observed_calls)
+            self.sdg = build_sdg(self.program, self.callgraph, self.observed_calls)
+        except RecursionError:
+            path, depth = self.program.deepest_file()
+            raise TooDeepError(f"{path}: nested {depth} levels deep, deeper than the slicer can follow (Python's "
+                               "recursion limit); split that expression or statement into smaller ones") from None
         self.build_seconds = time.perf_counter() - started
         self.features = dict(reuse.features) if reuse is not None else {f["id"]: f for f in features_of(self.program)}
 
@@ -185,8 +197,21 @@ def run_evaluator(out_dir: Path, args: list[str], cwd: Path, timeout: float = 60
 
 
 def _invocation(entry: str, args: list[str]) -> list[str]:
+    """How the instrumented program runs one input: a script or ``-m`` module with ``args``; a
+    ``module:function`` entry through :mod:`mantispy.runtime.entry` with ``args`` = [its keyword arguments
+    as one JSON object]."""
     if entry.startswith("-m "):
         return ["-m", entry[3:].strip(), *args]
+    if ":" in entry and not entry.endswith(".py"):
+        kwargs = args[0] if args else "{}"
+        try:
+            ok = isinstance(json.loads(kwargs), dict) and len(args) <= 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise EvaluatorError(f"input {' '.join(args)!r}: entry {entry} takes its keyword arguments as one JSON "
+                                 "object, e.g. '{\"n\": 3}'")
+        return ["-m", "mantispy.runtime.entry", entry, kwargs]
     return [entry, *args]
 
 

@@ -62,15 +62,48 @@ class Observations:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], origin: str = "") -> Observations:
-        if data.get("format") != recorder.FORMAT or int(data.get("version", 0)) != recorder.VERSION:
-            raise ObservationsError(f"{origin or 'observations'}: not a {recorder.FORMAT} version {recorder.VERSION} file")
+        """Read an observed-calls document; a field of the wrong shape is an ObservationsError naming it."""
+        where = origin or "observations"
+        if not isinstance(data, dict) or data.get("format") != recorder.FORMAT or data.get("version") != recorder.VERSION:
+            raise ObservationsError(f"{where}: not a {recorder.FORMAT} version {recorder.VERSION} file")
+
+        def rows(key: str, width: int, shape) -> list:
+            value = data.get(key, [])
+            if not isinstance(value, list):
+                raise ObservationsError(f"{where}: field {key}: expected a list; record them again with mantispy profile "
+                                        "--observe-calls")
+            converted = []
+            for n, row in enumerate(value):
+                try:
+                    if not isinstance(row, list) or len(row) != width:
+                        raise ValueError
+                    converted.append(shape(row))
+                except (TypeError, ValueError):
+                    raise ObservationsError(f"{where}: field {key}[{n}]: expected {width} values (file, line and column "
+                                            "numbers, names); record them again with mantispy profile --observe-calls") from None
+            return converted
+
+        def text(value: Any) -> str:
+            if not isinstance(value, str):
+                raise TypeError
+            return value
+
+        def number(value: Any) -> int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError
+            return value
+
+        site = lambda r: (text(r[0]), number(r[1]), number(r[2]), number(r[3]), number(r[4]))  # noqa: E731
+        code = lambda r: (text(r[0]), text(r[1]), number(r[2]))  # noqa: E731
         calls: dict[SiteKey, set[CodeKey]] = defaultdict(set)
-        for c in data.get("calls", []):
-            calls[(c[0], int(c[1]), int(c[2]), int(c[3]), int(c[4]))].add((c[5], c[6], int(c[7])))
-        return cls(dict(calls), {(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in data.get("reached", [])},
-                   {(s[0], s[1], int(s[2])) for s in data.get("started", [])},
-                   {(s[0], s[1], int(s[2])) for s in data.get("uncreated", [])}, dict(data.get("files", {})),
-                   list(data.get("runs", [])), list(data.get("inputs", [])), origin)
+        for key, callee in rows("calls", 8, lambda r: (site(r[:5]), code(r[5:]))):
+            calls[key].add(callee)
+        files, runs, inputs = data.get("files", {}), data.get("runs", []), data.get("inputs", [])
+        if not isinstance(files, dict) or not isinstance(runs, list) or not isinstance(inputs, list):
+            raise ObservationsError(f"{where}: fields files, runs and inputs: expected an object and two lists")
+        return cls(dict(calls), set(rows("reached", 5, site)), set(rows("started", 3, code)),
+                   set(rows("uncreated", 3, code)), dict(files), [r for r in runs if isinstance(r, dict)],
+                   [str(i) for i in inputs], origin)
 
     @classmethod
     def coerce(cls, value: Any, unreached: str | None = None) -> Observations:

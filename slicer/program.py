@@ -77,6 +77,7 @@ class SourceFile:
     sha256: str
     tree: ast.Module
     is_package: bool = False  # an __init__.py
+    encoding: str = "utf-8"  # the file's own (PEP 263 declaration or BOM): what a sliced copy is written in
     _astroid: nodes.Module | None = field(default=None, repr=False)
     _lines: list[str] | None = field(default=None, repr=False)
 
@@ -144,6 +145,39 @@ class Program:
                 return found
             candidate = self.root / candidate
         return self._by_abs.get(str(candidate.resolve()))
+
+    def entry_problem(self, entry: str) -> str | None:
+        """Why ``entry`` (``SCRIPT.py``, ``-m module`` or ``module:function``) names nothing in this program,
+        or None when it does."""
+        entry = entry.strip()
+        if entry.startswith("-m "):
+            module = entry[3:].strip()
+            if module not in self.by_module:
+                return f"entry {entry!r}: no module {module} in {self.root}"
+            return None
+        if ":" in entry and not entry.endswith(".py"):
+            module, _, function = entry.partition(":")
+            source = self.by_module.get(module)
+            if source is None:
+                return f"entry {entry!r}: no module {module} in {self.root}"
+            if function not in _top_level_names(source.tree):
+                return f"entry {entry!r}: {source.path} defines no {function} at its top level"
+            return None
+        if self.file_for(entry) is None:
+            return f"entry {entry!r}: no such file in {self.root}"
+        return None
+
+    def deepest_file(self) -> tuple[str, int]:
+        """(path, depth) of the file whose syntax tree nests deepest (walked without recursion)."""
+        best = ("", 0)
+        for source in self.files:
+            stack = [(source.tree, 1)]
+            while stack:
+                node, depth = stack.pop()
+                if depth > best[1]:
+                    best = (source.path, depth)
+                stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        return best
 
     def module_names(self) -> list[str]:
         """Every module name of the program, sorted."""
@@ -287,7 +321,8 @@ def _load_file(abs_path: Path, rel: str, modname: str) -> SourceFile | ProblemRe
         _PARSE_CACHE[digest] = parsed
     if isinstance(parsed, tuple):
         return ProblemReport(rel, parsed[0], parsed[1])
-    return SourceFile(rel, abs_path, modname, text, digest, parsed, is_package=abs_path.name == "__init__.py")
+    return SourceFile(rel, abs_path, modname, text, digest, parsed, is_package=abs_path.name == "__init__.py",
+                      encoding=encoding)
 
 
 def _parse(text: str, rel: str) -> ast.Module | tuple[int, str]:
@@ -300,3 +335,23 @@ def _parse(text: str, rel: str) -> ast.Module | tuple[int, str]:
         return (exc.lineno or 0, f"syntax error: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
         return (0, f"cannot parse: {exc}")
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """Names a module binds at its top level (defs, classes, assignments, imports), conditionally or not."""
+    names: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            for block in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, block, []) or []:
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return names

@@ -142,13 +142,13 @@ def test_predict_from_python_from_threads_and_from_the_cli(built):
 def test_predict_refuses_bad_input_and_mixed_builds(built, tmp_path):
     root, out, _, _, _ = built
     module = load_predictor(out)
-    with pytest.raises(module.PredictionError, match="rejects this input"):
+    with pytest.raises(module.InputRejected, match="rejects this input"):
         module.predict(["--size", "many"], cwd=root / "batchjob")
     with pytest.raises(module.PredictionError, match="list of strings"):
         module.predict("--size 3")
     proc = subprocess.run([*CLI, "predict", str(out), "--", "--size", "80", "--bogus"], cwd=root / "batchjob",
                           capture_output=True, text=True)
-    assert proc.returncode == 1 and proc.stderr.startswith("mantispy: error:") and "unrecognized arguments" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.startswith("mantispy: error:") and "unrecognized arguments" in proc.stderr
     # The slice may drop a semantic check the features do not depend on (--size must be positive), but
     # the features such an input gives lie far outside training: refused unless asked to extrapolate.
     with pytest.raises(module.PredictionError, match="outside what training saw"):
@@ -186,14 +186,14 @@ def test_report_renders_the_build(built, tmp_path):
 def test_build_errors_are_one_line(tmp_path):
     proc = subprocess.run([*CLI, "build", str(tmp_path / "missing.toml"), "-o", str(tmp_path / "p")],
                           capture_output=True, text=True)
-    assert proc.returncode == 1 and proc.stderr.startswith("mantispy: error:") and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.returncode == 2 and proc.stderr.startswith("mantispy: error:") and len(proc.stderr.strip().splitlines()) == 1
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "keep.txt").write_text("user data")
     spec = tmp_path / "s.toml"
     shutil.copytree(PROGRAM, tmp_path / "batchjob")
     proc = subprocess.run([*CLI, "build", str(tmp_path / "batchjob" / "campaign.toml"), "-o", str(tmp_path / "p")],
                           capture_output=True, text=True)
-    assert proc.returncode == 1 and "not empty" in proc.stderr
+    assert proc.returncode == 2 and "not empty" in proc.stderr
     assert (tmp_path / "p" / "keep.txt").read_text() == "user data"
     assert not spec.exists()
 
@@ -290,6 +290,6 @@ def test_frontier_builds_one_predictor_per_budget_from_one_profile(built, tmp_pa
     assert "| max cost |" in proc.stdout and (out / "frontier.svg").read_text().startswith("<svg")
     bad = subprocess.run([*CLI, "build", str(options.spec), "-o", str(tmp_path / "x"), "--frontier", "0.1,lots"],
                          capture_output=True, text=True)
-    # one line, no traceback (mantispy's user errors exit 1 today; issue 19 moves bad input to 2)
-    assert bad.returncode == 1 and "'lots' is not a number" in bad.stderr and "Traceback" not in bad.stderr
+    # one line, no traceback, exit status 2 (bad input)
+    assert bad.returncode == 2 and "'lots' is not a number" in bad.stderr and "Traceback" not in bad.stderr
     assert bad.stderr.count("\n") == 1

@@ -229,8 +229,8 @@ def test_cli_reports_problems_and_continues(tmp_path: Path) -> None:
 def test_cli_missing_entry_is_one_line_error(tmp_path: Path) -> None:
     root = _write(tmp_path / "src", {"main.py": "pass\n"})
     done = _cli(str(root), "--entry", "nope.py")
-    assert done.returncode == 1
+    assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mantispy: error: nope.py: entry file not found")
     missing_src = _cli(str(tmp_path / "absent"), "--entry", "main.py")
-    assert missing_src.returncode == 1 and missing_src.stderr.count("\n") == 1
+    assert missing_src.returncode == 2 and missing_src.stderr.count("\n") == 1

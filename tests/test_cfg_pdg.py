@@ -282,7 +282,7 @@ def test_cli_listing_dot_and_errors(tmp_path, verb):
     dot = run(tmp_path / "app", "--function", "a.py:work", "--dot")
     assert dot.stdout.startswith("digraph") and dot.stdout.rstrip().endswith("}")
     ambiguous = run(tmp_path / "app", "--function", "work")
-    assert ambiguous.returncode == 1 and "ambiguous" in ambiguous.stderr
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr
 
 
 def test_unmodelled_constructs_are_reported_and_treated_conservatively():

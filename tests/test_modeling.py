@@ -196,6 +196,6 @@ def test_fit_and_show_through_the_cli_on_a_real_campaign(tmp_path):
     shown = run("show", tmp_path / "model.json")
     assert shown.returncode == 0 and "hog.py:" in shown.stdout and "held-out relative error" in shown.stdout
     bad = run("show", tmp_path / "spec.toml")
-    assert bad.returncode == 1 and bad.stderr.startswith("mantispy: error: ") and "not JSON" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.startswith("mantispy: error: ") and "not JSON" in bad.stderr
     few = run("fit", "--store", db, "--train-fraction", "0.05")
-    assert few.returncode == 1 and "--train-fraction" in few.stderr
+    assert few.returncode == 2 and "--train-fraction" in few.stderr

@@ -198,7 +198,7 @@ def test_resume_after_sigkill_loses_nothing_and_runs_nothing_twice(tmp_path):
         before = {r["input_id"] for r in store.runs(store.campaign("slowish"))}
     assert len(before) >= 4
     refused = mantispy("profile", spec, "--store", store_path, cwd=tmp_path, env=env)
-    assert refused.returncode == 1 and "--resume" in refused.stderr
+    assert refused.returncode == 2 and "--resume" in refused.stderr
     time.sleep(0.5)  # let the orphaned in-flight run (if any) finish writing its log line
     resumed = mantispy("profile", spec, "--store", store_path, "--resume", cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stderr
@@ -287,7 +287,7 @@ def test_bad_specs_give_one_line_errors_and_keep_the_store(tmp_path, body, messa
     store_path = tmp_path / "m.db"
     assert mantispy("profile", good, "--store", store_path).returncode == 0
     proc = mantispy("profile", spec, "--store", store_path, cwd=tmp_path)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mantispy: error: ") and message in lines[0], proc.stderr
     assert str(spec) in lines[0] or "spec.toml" in lines[0]
@@ -299,7 +299,7 @@ def test_corrupt_newer_and_locked_stores_are_refused(tmp_path):
     corrupt = tmp_path / "corrupt.db"
     corrupt.write_bytes(b"this is not sqlite at all" * 100)
     proc = mantispy("runs", "--store", corrupt)
-    assert proc.returncode == 1 and "not a mantispy store or corrupt" in proc.stderr
+    assert proc.returncode == 2 and "not a mantispy store or corrupt" in proc.stderr
     assert corrupt.read_bytes().startswith(b"this is not sqlite")  # nothing overwritten
 
     newer = tmp_path / "newer.db"
@@ -309,7 +309,7 @@ def test_corrupt_newer_and_locked_stores_are_refused(tmp_path):
     db.commit()
     db.close()
     proc = mantispy("runs", "--store", newer)
-    assert proc.returncode == 1 and "newer mantispy" in proc.stderr
+    assert proc.returncode == 2 and "newer mantispy" in proc.stderr
 
     locked = tmp_path / "locked.db"
     store = RunStore(locked)
@@ -321,7 +321,7 @@ def test_corrupt_newer_and_locked_stores_are_refused(tmp_path):
     holder.execute("ROLLBACK")
     assert store.campaign("c") is not None and campaign.name == "c"
     missing = mantispy("runs", "--store", tmp_path / "nothing.db")
-    assert missing.returncode == 1 and "no such store" in missing.stderr
+    assert missing.returncode == 2 and "no such store" in missing.stderr
 
 
 def test_parquet_export_round_trips(tmp_path):

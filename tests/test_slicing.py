@@ -208,7 +208,7 @@ def test_slice_cli_reports_and_writes_an_evaluator(shop, tmp_path):
     run = subprocess.run(["python3", str(tmp_path / "ev" / "evaluate.py"), "5"], cwd=root, capture_output=True, text=True)
     assert run.stdout.strip() == "5"
     bad = subprocess.run([*MANTISPY, "slice", str(root), "--entry", "main.py", "--feature", "nope"], capture_output=True, text=True)
-    assert bad.returncode == 1 and bad.stderr.startswith("mantispy: error: nope: no such feature")
+    assert bad.returncode == 2 and bad.stderr.startswith("mantispy: error: nope: no such feature")
 
 
 def test_a_combined_evaluator_gives_every_features_value_in_one_run(shop, tmp_path):

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .watchdog import WATCHDOG
+
 FEATURES_ENV = "MANTIS_FEATURES_OUT"
 ROOT_PID_ENV = "MANTIS_ROOT_PID"
 
@@ -115,6 +117,7 @@ def run_measured(argv: Sequence[str], env: dict[str, str], cwd: Path | None = No
     stdout = subprocess.DEVNULL if quiet else None
     start = time.perf_counter()
     proc = subprocess.Popen(list(argv), env=env, cwd=cwd, stdout=stdout, stderr=stdout)
+    WATCHDOG.watch_process(proc.pid)
     sampler = PeakRssSampler(proc.pid)
     try:
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: pid still ours
@@ -126,6 +129,8 @@ def run_measured(argv: Sequence[str], env: dict[str, str], cwd: Path | None = No
         proc.kill()
         proc.wait()
         raise
+    finally:
+        WATCHDOG.forget_process(proc.pid)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return Measurement(
         returncode=proc.returncode,

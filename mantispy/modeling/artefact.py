@@ -27,9 +27,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .evaluation import interval, predict
+from .evaluation import interval, model_problem, predict
 
-__all__ = ["interval", "predict"]  # re-exported: a model's evaluation lives in evaluation.py
+__all__ = ["interval", "model_problem", "predict"]  # re-exported: a model's evaluation lives in evaluation.py
 
 MODEL_FORMAT = "mantispy-model"
 MODEL_VERSION = 2
@@ -89,8 +89,14 @@ def load(path: Path) -> dict[str, Any]:
         raise ModelFileError(f"{path}: not a mantispy model; give a model written by mantispy fit")
     if model.get("form", "polynomial") not in ("polynomial", "log"):
         raise ModelFileError(f"{path}: unknown model form {model.get('form')!r}; upgrade mantispy or refit")
-    if int(model.get("version", 0)) > MODEL_VERSION:
-        raise ModelFileError(f"{path}: model format {model['version']} is newer than this mantispy; upgrade it")
+    version = model.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ModelFileError(f"{path}: field version: expected a whole number, not {version!r}; refit with mantispy fit")
+    if version > MODEL_VERSION:
+        raise ModelFileError(f"{path}: model format {version} is newer than this mantispy; upgrade it")
+    problem = model_problem(model)
+    if problem is not None:
+        raise ModelFileError(f"{path}: {problem}; refit with mantispy fit")
     return model
 
 

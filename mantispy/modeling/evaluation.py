@@ -33,3 +33,49 @@ def interval(model: dict[str, Any], estimate: float) -> tuple[float, float] | No
     if not band:
         return None
     return estimate * float(band["low"]), estimate * float(band["high"])
+
+
+def model_problem(model: Any) -> str | None:
+    """What makes ``model`` unusable by :func:`predict` (the field and what it must be), or None.
+
+    Checks the parts evaluation reads: ``intercept``, ``terms`` (``coefficient``; ``factors``: ``feature``,
+    ``power``), ``scaling`` (``min`` < ``max`` per feature), ``form``, ``floor`` and ``interval``; every
+    number finite."""
+    if not isinstance(model, dict):
+        return f"the model must be an object, not {type(model).__name__}"
+
+    def finite(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    if not finite(model.get("intercept")):
+        return "field intercept: expected a finite number"
+    if model.get("form", "polynomial") not in ("polynomial", "log"):
+        return f"field form: expected 'polynomial' or 'log', not {model.get('form')!r}"
+    if "floor" in model and not finite(model["floor"]):
+        return "field floor: expected a finite number"
+    scaling = model.get("scaling")
+    if not isinstance(scaling, dict):
+        return "field scaling: expected an object {feature: {min, max}}"
+    for feature, bounds in scaling.items():
+        if not isinstance(bounds, dict) or not finite(bounds.get("min")) or not finite(bounds.get("max")):
+            return f"field scaling.{feature}: expected {{\"min\": number, \"max\": number}}"
+        if not bounds["max"] > bounds["min"]:
+            return f"field scaling.{feature}: max must be above min"
+    terms = model.get("terms")
+    if not isinstance(terms, list):
+        return "field terms: expected a list"
+    for n, term in enumerate(terms):
+        if not isinstance(term, dict) or not finite(term.get("coefficient")) or not isinstance(term.get("factors"), list):
+            return f"field terms[{n}]: expected {{\"coefficient\": number, \"factors\": [...]}}"
+        for m, factor in enumerate(term["factors"]):
+            power = factor.get("power") if isinstance(factor, dict) else None
+            feature = factor.get("feature") if isinstance(factor, dict) else None
+            if (not isinstance(feature, str) or feature not in scaling or isinstance(power, bool)
+                    or not isinstance(power, int) or not 1 <= power <= 10):
+                return (f"field terms[{n}].factors[{m}]: expected {{\"feature\": a feature of scaling, "
+                        "\"power\": a whole number from 1 to 10}")
+    band = model.get("interval")
+    if band:
+        if not isinstance(band, dict) or not finite(band.get("low")) or not finite(band.get("high")):
+            return "field interval: expected {\"low\": number, \"high\": number, ...}"
+    return None

@@ -65,6 +65,20 @@ def split_inputs(input_ids: list[str], fraction: float, seed: int) -> tuple[list
     return sorted(order[:n_train]), sorted(order[n_train:])
 
 
+MIN_TRAIN_INPUTS = 4
+"""The fewest training inputs a model is fitted on (one more is held out)."""
+
+
+def split_problem(n_inputs: int, fraction: float) -> str | None:
+    """Why ``n_inputs`` distinct inputs cannot be split at ``fraction`` (as :func:`split_inputs` splits), or None."""
+    n_train = max(int(round(fraction * n_inputs)), 1)
+    if n_train >= MIN_TRAIN_INPUTS and n_inputs - n_train >= 1:
+        return None
+    need = int(np.ceil(MIN_TRAIN_INPUTS / max(fraction, 1e-9)))
+    return (f"{n_inputs} inputs give {min(n_train, n_inputs)} for training at --train-fraction {fraction:g}; need at "
+            f"least {MIN_TRAIN_INPUTS} training inputs and 1 held out: profile ~{need}+ inputs or raise --train-fraction")
+
+
 def relative_errors(predicted: np.ndarray, actual: np.ndarray) -> dict[str, float]:
     """Median and mean of |predicted - actual| / actual."""
     errors = np.abs(np.asarray(predicted) - np.asarray(actual)) / np.asarray(actual)
@@ -151,13 +165,9 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     inputs = [c for c in all_inputs if c not in excluded and c not in set(request.unusable_inputs)] if request.inputs else []
     input_ids = frame["input_id"].tolist()
     train_ids, test_ids = split_inputs(input_ids, request.train_fraction, request.seed)
-    n_inputs = len(set(input_ids))
-    if len(train_ids) < 4 or not test_ids:
-        need = int(np.ceil(4 / max(request.train_fraction, 1e-9)))
-        raise ModelingError(
-            f"{n_inputs} inputs give {len(train_ids)} for training at --train-fraction {request.train_fraction:g}; "
-            f"need at least 4 training inputs and 1 held out: profile ~{need}+ inputs or raise --train-fraction"
-        )
+    problem = split_problem(len(set(input_ids)), request.train_fraction)
+    if problem is not None:
+        raise ModelingError(problem)
     weights = None
     if metric == work.WORK_METRIC:
         frame, weights = work.add_work(frame, campaign.manifest, train_ids)

@@ -10,8 +10,8 @@ Standard library only. The combined feature evaluator (evaluator/) runs in a war
 imported the program's modules once and forks a fresh child for every input, so calls share no state
 (each child starts from the same just-imported program) and may come from any number of threads (they
 take turns). ``warm=False`` runs each call in a fresh interpreter instead; ``close()`` stops the server.
-A rejected input, a failing evaluator or a models file from another build raise PredictionError: there
-is never a silent default estimate.
+A rejected input raises InputRejected; a failing evaluator or a models file from another build raise
+PredictionError (InputRejected is one): there is never a silent default estimate.
 """
 
 import json
@@ -22,7 +22,7 @@ import threading
 
 from ._build import BUILD_ID, ENTRY, ENTRY_KIND, FEATURES, INPUTS, METRICS, NAME
 
-__all__ = ["BUILD_ID", "ENTRY", "ENTRY_KIND", "FEATURES", "INPUTS", "METRICS", "NAME", "PredictionError",
+__all__ = ["BUILD_ID", "ENTRY", "ENTRY_KIND", "FEATURES", "INPUTS", "InputRejected", "METRICS", "NAME", "PredictionError",
            "check_range", "close", "features", "input_numbers", "predict", "seconds_per_unit"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,6 +34,22 @@ _ERROR_PREFIX = "mantispy-evaluator-error: "  # evaluate.py --mantis-json's one 
 
 class PredictionError(Exception):
     """No estimate can be given for this input; the message says why."""
+
+
+class InputRejected(PredictionError):
+    """The input is the trouble: the program rejects it, the call is malformed (argv not a list of strings,
+    keyword arguments for an argv entry), an input file cannot be read, or a feature lies far outside what
+    training saw. Any other PredictionError is the predictor's or the evaluator's failure."""
+
+
+_REJECTED = "InputRejected: "  # how the evaluator's reply starts when the program rejects the input
+
+
+def _failed(said):
+    """The error for an evaluator that failed on this input, saying ``said``."""
+    if str(said).startswith(_REJECTED):
+        return InputRejected(str(said)[len(_REJECTED):])
+    return PredictionError(f"the feature evaluator failed on this input: {said}")
 
 
 def _load_models():
@@ -51,7 +67,17 @@ def _load_models():
             if data.get("build_id") != BUILD_ID:
                 raise PredictionError(f"{path}: models of build {data.get('build_id')}, but this predictor is build "
                                       f"{BUILD_ID}; copy the whole folder of one build")
-            _models = data["metrics"]
+            metrics = data.get("metrics")
+            if not isinstance(metrics, dict) or set(metrics) != set(METRICS):
+                raise PredictionError(f"{path}: field metrics: expected a model for each of {', '.join(METRICS)}; "
+                                      "rebuild with mantispy build")
+            from . import _model
+
+            for metric, model in metrics.items():
+                problem = _model.model_problem(model)
+                if problem is not None:
+                    raise PredictionError(f"{path}: metrics.{metric}: {problem}; rebuild with mantispy build")
+            _models = metrics
         return _models
 
 
@@ -92,7 +118,7 @@ def _warm_features(argv, kwargs, cwd, timeout):
     except WarmError as exc:
         if exc.timed_out:
             raise PredictionError(f"the feature evaluator ran longer than {timeout} s") from None
-        raise PredictionError(f"the feature evaluator failed on this input: {exc}") from None
+        raise _failed(exc) from None
     return values
 
 
@@ -100,19 +126,19 @@ def features(argv=None, *, cwd=None, timeout=None, warm=True, **kwargs):
     """The selected features' values for one input, from the evaluator: {feature id: value}."""
     if ENTRY_KIND == "callable":
         if argv:
-            raise PredictionError(f"entry {ENTRY} takes keyword arguments, not an argv list")
+            raise InputRejected(f"entry {ENTRY} takes keyword arguments, not an argv list")
     else:
         if kwargs:
-            raise PredictionError(f"entry {ENTRY} takes an argv list, not keyword arguments: {sorted(kwargs)}")
+            raise InputRejected(f"entry {ENTRY} takes an argv list, not keyword arguments: {sorted(kwargs)}")
         if argv is None or isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv):
-            raise PredictionError("argv must be a list of strings, as the program's command line")
+            raise InputRejected("argv must be a list of strings, as the program's command line")
     if not FEATURES:
         return {}
     _check_evaluator()
     try:
         encoded_kwargs = json.dumps(kwargs)
     except (TypeError, ValueError) as exc:
-        raise PredictionError(f"the keyword arguments must be JSON values: {exc}") from None
+        raise InputRejected(f"the keyword arguments must be JSON values: {exc}") from None
     if warm:
         values = _warm_features(list(argv or ()), kwargs, cwd, timeout)
         missing = [f for f in FEATURES if f not in values]
@@ -130,7 +156,7 @@ def features(argv=None, *, cwd=None, timeout=None, warm=True, **kwargs):
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         said = next((line[len(_ERROR_PREFIX):] for line in reversed(lines) if line.startswith(_ERROR_PREFIX)),
                     lines[-1] if lines else f"exit status {proc.returncode}")
-        raise PredictionError(f"the feature evaluator failed on this input: {said}")
+        raise _failed(said)
     try:
         values = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -151,7 +177,7 @@ def input_numbers(argv=None, *, cwd=None, input_files=None, **kwargs):
         descriptor = _descriptors.describe_input(list(argv or ()), kwargs if ENTRY_KIND == "callable" else None,
                                                  files=input_files, cwd=cwd)
     except OSError as exc:
-        raise PredictionError(f"cannot read an input file: {exc}") from None
+        raise InputRejected(f"cannot read an input file: {exc}") from None
     return _descriptors.prefixed_numbers(descriptor)
 
 
@@ -220,5 +246,5 @@ def check_range(model, values):
         floor = low / 2 if low > 0 else low - spread
         ceiling = high + max(spread, abs(high))
         if not floor <= value <= ceiling:
-            raise PredictionError(f"feature {feature} is {value:g} for this input, far outside what training saw "
+            raise InputRejected(f"feature {feature} is {value:g} for this input, far outside what training saw "
                                   f"({low:g} .. {high:g}); pass extrapolate=True to estimate anyway")

@@ -88,15 +88,20 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
         source = program.by_path[path]
         total = sum(isinstance(n, ast.stmt) for n in ast.walk(source.tree))
         work = emission.work.get(path)
+        encoding = "utf-8"
         if work is not None and work.plan is not None:
             code = emission.rewrite(path)
+            encoding = source.encoding  # the cut file keeps its encoding declaration
             stats[path] = FileStats(work.plan.kept_statements, total, True)
         else:
             code = _stub(path)
             stats[path] = FileStats(0, total, False)
         target = base / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(code, encoding="utf-8")
+        try:
+            target.write_bytes(code.encode(encoding))
+        except UnicodeEncodeError as exc:
+            raise EmitError(f"{path}: the sliced file cannot be written in its encoding {encoding} ({exc.reason})") from None
         written.append(target.relative_to(out_dir).as_posix())
 
     missing = [c.feature.id for c in criteria if not emission.probes.get(c.slot)]

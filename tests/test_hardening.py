@@ -1,0 +1,301 @@
+"""Hardening (issue 19): exit statuses (0 success, 1 failed, 2 bad usage or input), one line and no
+traceback unless --debug, and no writer that destroys the program, its spec or a file mantispy did not write.
+Each test failed on the main before the fix it checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mantispy import cli as cli_module
+from mantispy.outputs import REPORT_MARK
+
+HERE = Path(__file__).resolve().parent
+BATCHJOB = HERE / "programs" / "batchjob"
+CLI = [sys.executable, "-m", "mantispy"]
+
+
+def run(*args, cwd=None, timeout=300):
+    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def one_line(proc) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def batchjob(tmp_path):
+    shutil.copytree(BATCHJOB, tmp_path / "batchjob")
+    return tmp_path / "batchjob"
+
+
+# ----------------------------------------------------------------------------------------------------
+# exit statuses and tracebacks
+
+
+def test_bad_input_exits_2_in_one_line(tmp_path):
+    proc = run("runs", "--store", tmp_path / "absent.db")
+    assert proc.returncode == 2 and one_line(proc).startswith("mantispy: error: ")
+    usage = run("build")  # click's own usage error: also 2
+    assert usage.returncode == 2
+
+
+def test_an_internal_error_is_one_line_unless_debug(monkeypatch, capsys, tmp_path):
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr("mantispy.report.write_report", broken)
+    monkeypatch.setenv("MANTISPY_DEBUG", "0")  # and restored after the test: --debug sets it in this process
+    monkeypatch.setattr(sys, "argv", ["mantispy", "report", str(tmp_path)])
+    with pytest.raises(SystemExit) as info:
+        cli_module.main()
+    assert info.value.code == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["mantispy: internal error: RuntimeError: boom second line (run again with "
+                                        "--debug for the traceback)"]
+    monkeypatch.setattr(sys, "argv", ["mantispy", "--debug", "report", str(tmp_path)])
+    with pytest.raises(RuntimeError, match="boom"):
+        cli_module.main()
+
+
+def test_a_program_nested_too_deep_for_the_slicer_is_named_in_one_line(tmp_path):
+    src = tmp_path / "deep"
+    src.mkdir()
+    (src / "deep.py").write_text("X = " + "+".join(["1"] * 1000) + "\n\n\ndef f(n):\n    total = 0\n"
+                                 "    for i in range(n):\n        total += i\n    return total\n")
+    (src / "main.py").write_text("import sys\n\nimport deep\n\nprint(deep.f(int(sys.argv[1])))\n")
+    proc = run("slice", src, "--entry", "main.py", "--feature", "deep.py:f:loop:1")
+    assert proc.returncode == 2
+    assert "deep.py: nested 1002 levels deep, deeper than the slicer can follow" in one_line(proc)
+
+
+# ----------------------------------------------------------------------------------------------------
+# writers never destroy what they did not write
+
+
+@pytest.mark.parametrize("where", ["source", "ancestor", "inside", "spec-folder-parent"])
+def test_build_never_writes_over_the_program(batchjob, where):
+    before = sorted(p.relative_to(batchjob) for p in batchjob.rglob("*"))
+    out = {"source": batchjob / "app", "ancestor": batchjob, "inside": batchjob / "app" / "predictor",
+           "spec-folder-parent": batchjob.parent}[where]
+    proc = run("build", batchjob / "campaign.toml", "-o", out, "--force")
+    assert proc.returncode == 2, proc.stderr
+    assert "never writes over it" in one_line(proc) or "writes nothing there" in one_line(proc)
+    assert sorted(p.relative_to(batchjob) for p in batchjob.rglob("*")) == before
+
+
+def test_build_refuses_a_folder_it_did_not_write_even_with_force(batchjob, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("user data")
+    proc = run("build", batchjob / "campaign.toml", "-o", out, "--force")
+    assert proc.returncode == 2 and "not empty and not an earlier predictor" in one_line(proc)
+    assert (out / "notes.txt").read_text() == "user data"
+
+
+def test_report_replaces_only_an_earlier_report(tmp_path):
+    build = tmp_path / "pred"
+    build.mkdir()
+    (build / "build.json").write_text('{"format": "mantispy-build", "version": 1, "name": "x"}')
+    mine = tmp_path / "notes.html"
+    mine.write_text("<html>my notes</html>")
+    proc = run("report", build, "-o", mine)
+    assert proc.returncode == 2 and "exists and is not an earlier mantispy report" in one_line(proc)
+    assert mine.read_text() == "<html>my notes</html>"
+    fresh = tmp_path / "report.html"
+    assert run("report", build, "-o", fresh).returncode == 0 and REPORT_MARK in fresh.read_text()
+    again = run("report", build, "-o", fresh)
+    assert again.returncode == 0, again.stderr
+
+
+def test_export_refuses_existing_files_and_the_store(tmp_path):
+    store = tmp_path / "m.db"
+    proc = run("export", "--store", store, "-o", store)
+    assert proc.returncode == 2 and "is the run store" in one_line(proc)
+    existing = tmp_path / "data.csv"
+    existing.write_text("precious\n")
+    proc = run("export", "--store", store, "-o", existing)
+    assert proc.returncode == 2 and "pass --force" in one_line(proc)
+    assert existing.read_text() == "precious\n"
+
+
+def test_fit_does_not_write_over_a_file_that_is_not_a_model(tmp_path):
+    target = tmp_path / "model.json"
+    target.write_text('{"mine": true}')
+    proc = run("fit", "--store", tmp_path / "m.db", "-o", target)
+    assert proc.returncode == 2 and "not an earlier model" in one_line(proc)
+    assert target.read_text() == '{"mine": true}'
+
+
+def test_slice_does_not_write_an_evaluator_into_the_program(tmp_path):
+    src = tmp_path / "app"
+    src.mkdir()
+    (src / "main.py").write_text("for i in range(3):\n    pass\n")
+    proc = run("slice", src, "--entry", "main.py", "--feature", "main.py:<module>:loop:1", "-o", src / "evaluator")
+    assert proc.returncode == 2 and "lies inside the program's source" in one_line(proc)
+    assert sorted(p.name for p in src.iterdir()) == ["main.py"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# children never outlive mantispy
+
+HANGING = '''"""Writes its pid, then sleeps (a program that hangs)."""
+import os
+import sys
+import time
+
+with open(sys.argv[1], "w") as handle:
+    handle.write(str(os.getpid()))
+time.sleep(600)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its reaper is gone for our purpose
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["TERM", "INT", "KILL"])
+def test_an_interrupted_profile_leaves_no_program_running(tmp_path, signum):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "hang.py").write_text(HANGING)
+    pid_file = tmp_path / "pid"
+    (tmp_path / "spec.toml").write_text(
+        f'name = "hang"\nsource = "prog"\nentry = "hang.py"\ntimeout = 600\ncalibration_runs = 0\n'
+        f'[[inputs.list]]\nid = "a"\nargv = ["{pid_file}"]\n')
+    proc = subprocess.Popen([*CLI, "profile", str(tmp_path / "spec.toml"), "--store", str(tmp_path / "m.db")],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    program = int(pid_file.read_text())
+    assert _alive(program)
+    proc.send_signal(signum)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _alive(program) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(program), f"the program (pid {program}) outlived mantispy ({signum!r})"
+
+
+# ----------------------------------------------------------------------------------------------------
+# silent success on failure
+
+
+def test_profile_where_every_run_fails_exits_1(tmp_path):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "crash.py").write_text("import sys\nfor i in range(3):\n    pass\nsys.exit(3)\n")
+    (tmp_path / "spec.toml").write_text('name = "crash"\nsource = "prog"\nentry = "crash.py"\ncalibration_runs = 0\n'
+                                        '[[inputs.list]]\nid = "a"\nargv = []\n[[inputs.list]]\nid = "b"\nargv = ["x"]\n')
+    proc = run("profile", tmp_path / "spec.toml", "--store", tmp_path / "m.db", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "every run of campaign 'crash' failed" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_slice_with_an_entry_function_that_does_not_exist_exits_2(tmp_path):
+    src = tmp_path / "app"
+    src.mkdir()
+    (src / "main.py").write_text("def run():\n    for i in range(3):\n        pass\n")
+    proc = run("slice", src, "--entry", "main:nosuchfunc", "--feature", "main.py:run:loop:1")
+    assert proc.returncode == 2 and "main.py defines no nosuchfunc" in one_line(proc)
+    assert run("slice", src, "--entry", "main:run", "--feature", "main.py:run:loop:1").returncode == 0
+
+
+LATIN1 = b'# -*- coding: latin-1 -*-\n"""A program in Latin-1 (PEP 263)."""\nimport sys\n\nNAME = "caf\xe9"\n' \
+         b'for i in range(int(sys.argv[1])):\n    pass\nprint(NAME)\n'
+
+
+def test_a_latin1_program_is_instrumented_profiled_and_sliced(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "app.py").write_bytes(LATIN1)
+    out = tmp_path / "out"
+    proc = run("instrument", src, "-o", out)
+    assert proc.returncode == 0 and "1 loop" in proc.stdout, proc.stderr
+    features = tmp_path / "f.json"
+    ran = run("run", out, "--features-out", features, "--", "app.py", "4")
+    assert ran.returncode == 0 and ran.stdout.strip() == "café"
+    assert json.loads(features.read_text())["app.py:<module>:loop:1"] == 4
+    evaluator = tmp_path / "ev"
+    assert run("slice", src, "--entry", "app.py", "--feature", "app.py:<module>:loop:1", "-o", evaluator).returncode == 0
+    value = subprocess.run([sys.executable, str(evaluator / "evaluate.py"), "6"], capture_output=True, text=True)
+    assert value.stdout.strip() == "6", value.stderr
+
+
+# ----------------------------------------------------------------------------------------------------
+# spec values of the wrong type: one line, exit 2, nothing stored
+
+
+@pytest.mark.parametrize("line, said", [
+    ('timeout = "ten"', "timeout must be a number of seconds"),
+    ("timeout = 1e400", "timeout must be a number of seconds"),
+    ("metrics = 5", "metrics must be a list of names"),
+    ("repeats = 2.5", "repeats must be a whole number"),
+    ('name = "../evil"', "names a folder of the work area"),
+    ('name = "a/b"', "names a folder of the work area"),
+], ids=["timeout-text", "timeout-inf", "metrics-int", "repeats-float", "name-dotdot", "name-slash"])
+def test_spec_values_of_the_wrong_type(tmp_path, line, said):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "a.py").write_text("for i in range(3):\n    pass\n")
+    head = "" if line.startswith("name") else 'name = "t"\n'
+    (tmp_path / "s.toml").write_text(f'{head}source = "prog"\nentry = "a.py"\n{line}\n[[inputs.list]]\nid = "x"\nargv = []\n')
+    proc = run("profile", tmp_path / "s.toml", "--store", tmp_path / "m.db", cwd=tmp_path)
+    assert proc.returncode == 2 and said in one_line(proc)
+    assert not (tmp_path / "m.db").exists() and not (tmp_path.parent / "evil").exists()
+
+
+def test_a_spec_that_is_not_utf8_is_one_line(tmp_path):
+    (tmp_path / "s.toml").write_bytes(b'name = "caf\xe9"\nsource = "prog"\n')
+    proc = run("profile", tmp_path / "s.toml", "--store", tmp_path / "m.db")
+    assert proc.returncode == 2 and "not UTF-8" in one_line(proc)
+
+
+def test_fidelity_with_a_module_function_entry(tmp_path):
+    src = tmp_path / "app"
+    src.mkdir()
+    (src / "main.py").write_text("def run(n=3):\n    for i in range(n):\n        pass\n    return n\n")
+    proc = run("fidelity", src, "--entry", "main:run", "--input", '{"n": 4}', "--input", "{}")
+    assert proc.returncode == 0, proc.stderr
+    assert "main.py:run:loop:1" in proc.stdout and "2 of 2 features sliceable" in proc.stdout
+    bad = run("fidelity", src, "--entry", "main:run", "--input", "n=4")
+    assert bad.returncode == 2 and "takes its keyword arguments as one JSON object" in one_line(bad)
+
+
+# ----------------------------------------------------------------------------------------------------
+# errors said early, and a program in the spec's own folder
+
+
+def test_too_few_inputs_for_the_split_is_said_before_anything_runs(tmp_path):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "a.py").write_text("import sys\nfor i in range(int(sys.argv[1])):\n    pass\n")
+    (tmp_path / "s.toml").write_text('name = "few"\nsource = "prog"\nentry = "a.py"\n[inputs]\n'
+                                     'list = [{id = "a", argv = ["1"]}, {id = "b", argv = ["2"]}]\n')
+    proc = run("build", tmp_path / "s.toml", "-o", tmp_path / "pred", cwd=tmp_path)
+    assert proc.returncode == 2 and "need at least 4 training inputs" in one_line(proc)
+    assert not (tmp_path / ".mantis").exists() and not (tmp_path / "pred").exists()  # nothing profiled
+
+
+def test_a_program_in_the_specs_own_folder_is_profiled(tmp_path):
+    (tmp_path / "a.py").write_text("import sys\nfor i in range(int(sys.argv[1])):\n    pass\n")
+    (tmp_path / "s.toml").write_text('name = "dot"\nsource = "."\nentry = "a.py"\ncalibration_runs = 0\n[inputs]\n'
+                                     'list = [{id = "a", argv = ["1"]}, {id = "b", argv = ["2"]}]\n')
+    proc = run("profile", tmp_path / "s.toml", "--store", tmp_path / "m.db", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".mantis", "a.py", "m.db", "s.toml"]

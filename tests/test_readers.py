@@ -1,0 +1,146 @@
+"""Every artefact reader refuses what it cannot use with its own error and one line, whatever the mutation
+(Hypothesis), and reads back what it accepts (issue 19). The build record's reader has its own test
+(test_build_record.py); the run store's rows are read through SQLite (test_profile.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mantispy.campaign import SpecError, load_spec
+from mantispy.instrument.manifest import Manifest, ManifestError
+from mantispy.instrument.tree import instrument_tree
+from mantispy.modeling import artefact
+from mantispy.runtime import observed_calls
+from mantispy.slicer.observations import Observations, ObservationsError
+
+PROGRAM = "import sys\n\n\ndef run(n):\n    total = 0\n    for i in range(n):\n        if i % 2:\n            total += i\n    return total\n\n\nprint(run(int(sys.argv[1])))\n"
+
+ODD = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
+                st.text(max_size=4), st.lists(st.integers(0, 5), max_size=4),
+                st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value[:3]):
+            yield from _paths(item, (*prefix, n))
+
+
+def _mutated(document, path, value):
+    document = copy.deepcopy(document)
+    if not path:
+        return value
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document
+
+
+def _manifest() -> dict:
+    root = Path(tempfile.mkdtemp(prefix="mantis-readers-"))
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text(PROGRAM)
+    return instrument_tree(root / "src", root / "out").manifest.to_dict()
+
+
+MANIFEST = _manifest()
+MODEL = {"format": "mantispy-model", "version": 2, "metric": "wall_s", "method": "lasso", "degree": 2, "form": "log",
+         "floor": 0.001, "intercept": 0.5,
+         "terms": [{"coefficient": 1.5, "factors": [{"feature": "app.py:run:loop:1", "power": 2}]},
+                   {"coefficient": -0.25, "factors": [{"feature": "input:arg1", "power": 1}]}],
+         "scaling": {"app.py:run:loop:1": {"min": 0.0, "max": 4.0}, "input:arg1": {"min": 1.0, "max": 9.0}},
+         "interval": {"low": 0.8, "high": 1.3, "level": [0.1, 0.9]}}
+OBSERVED = {"format": observed_calls.FORMAT, "version": observed_calls.VERSION, "root": "/src",
+            "files": {"app.py": "ab12"}, "runs": [{"argv": ["3"]}], "inputs": ["a"],
+            "calls": [["app.py", 12, 6, 12, 29, "app.py", "run", 4]], "reached": [["app.py", 12, 6, 12, 29]],
+            "started": [["app.py", "run", 4]], "uncreated": []}
+
+
+def test_the_valid_documents_read():
+    assert Manifest.from_dict(copy.deepcopy(MANIFEST)).to_dict() == MANIFEST
+    assert artefact.predict(MODEL, {"app.py:run:loop:1": 2, "input:arg1": 3}) > 0
+    assert Observations.from_dict(copy.deepcopy(OBSERVED)).calls
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(list(_paths(MANIFEST))), value=ODD)
+def test_manifest_reader(path, value):
+    try:
+        manifest = Manifest.from_dict(_mutated(MANIFEST, path, value))
+    except ManifestError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert Manifest.from_dict(json.loads(json.dumps(manifest.to_dict()))) == manifest
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(list(_paths(MODEL))), value=ODD)
+def test_model_reader(tmp_path_factory, path, value):
+    target = tmp_path_factory.mktemp("model") / "model.json"
+    target.write_text(json.dumps(_mutated(MODEL, path, value)))
+    try:
+        model = artefact.load(target)
+    except artefact.ModelFileError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(target))
+        return
+    estimate = artefact.predict(model, {"app.py:run:loop:1": 2, "input:arg1": 3})  # what it accepts, it evaluates
+    assert isinstance(estimate, float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(list(_paths(OBSERVED))), value=ODD)
+def test_observed_calls_reader(path, value):
+    try:
+        Observations.from_dict(_mutated(OBSERVED, path, value), "calls.json")
+    except ObservationsError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("calls.json: ")
+
+
+SPEC = {"name": "t", "source": "prog", "entry": "app.py", "timeout": 30, "repeats": 1, "calibration_runs": 0,
+        "metrics": ["wall_s", "cpu_s"], "env": {"A": "1"}, "inputs": {"list": [{"id": "a", "argv": ["3"]}]}}
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return {float("inf"): "inf", float("-inf"): "-inf"}.get(value, "nan" if value != value else repr(value))
+    if isinstance(value, (int, str)):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+    raise TypeError(value)
+
+
+@pytest.fixture(scope="module")
+def spec_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("spec")
+    (folder / "prog").mkdir()
+    (folder / "prog" / "app.py").write_text(PROGRAM)
+    return folder
+
+
+@settings(max_examples=150, deadline=None)
+@given(key=st.sampled_from(sorted(SPEC)), value=st.one_of(ODD.filter(lambda v: v is not None)))
+def test_campaign_spec_reader(spec_folder, key, value):
+    spec = dict(SPEC, **{key: value})
+    path = spec_folder / "s.toml"
+    path.write_text("\n".join(f"{k} = {_toml(v)}" for k, v in spec.items()) + "\n")
+    try:
+        load_spec(path)
+    except SpecError as exc:
+        assert "\n" not in str(exc)
