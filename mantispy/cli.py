@@ -59,7 +59,44 @@ def _families(value: str | None) -> frozenset[str]:
     return frozenset(chosen)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+SECTIONS = (
+    ("Build and use a predictor", ("build", "predict", "report", "calibrate")),
+    ("The pipeline step by step", ("instrument", "run", "features", "profile", "runs", "export", "coverage", "fit",
+                                   "show")),
+    ("Program analysis", ("callgraph", "cfg", "pdg", "slice", "fidelity")),
+)
+"""The verbs as ``mantispy --help`` lists them: in pipeline order, grouped."""
+
+
+def summary(command: click.Command) -> str:
+    """A verb's one-line summary: its help's first sentence, never cut off."""
+    text = command.short_help or " ".join((command.help or "").split("\n\n")[0].split())
+    first = text.split(". ")[0].rstrip(".")
+    return first + "."
+
+
+class PipelineGroup(click.Group):
+    """The ``mantispy`` group: verbs listed in pipeline order, in sections, with whole summaries."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        ordered = [name for _, names in SECTIONS for name in names if name in self.commands]
+        return ordered + sorted(set(self.commands) - set(ordered))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        listed = set()
+        for title, names in SECTIONS:
+            rows = [(name, summary(self.commands[name])) for name in names if name in self.commands]
+            listed.update(names)
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        rest = [(name, summary(self.commands[name])) for name in sorted(set(self.commands) - listed)]
+        if rest:
+            with formatter.section("Other commands"):
+                formatter.write_dl(rest)
+
+
+@click.group(cls=PipelineGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="mantispy")
 @click.option("--debug", is_flag=True, help=f"Show the traceback of an internal error (or set {DEBUG_ENV}=1).")
 def cli(debug: bool) -> None:
@@ -232,14 +269,27 @@ def features(features_file: Path, manifest_from: Path, top: int, kinds: tuple[st
     Console(width=None if sys.stdout.isatty() else 150).print(table)
 
 
+DEFAULT_STORE = Path("mantis.db")
+
+
 def _store_option(fn):
-    return click.option("--store", "store_path", default="mantis.db", show_default=True,
-                        type=click.Path(path_type=Path), help="The run store (SQLite).")(fn)
+    return click.option("--store", "store_path", default=str(DEFAULT_STORE), show_default=True, type=click.Path(path_type=Path),
+                        help="The run store (SQLite); without it, also the one store mantispy build wrote here.")(fn)
 
 
 def _open_store(path: Path, create: bool = False):
+    """The run store at ``path``. Without --store (``mantis.db`` here, missing), the one store mantispy
+    build wrote under ``.mantis/build-work/`` here, when there is exactly one."""
     from mantispy.store import RunStore, StoreError
 
+    if not create and path == DEFAULT_STORE and not path.exists():
+        built = sorted(Path(".mantis", "build-work").glob("*/mantis.db"))
+        if len(built) == 1:
+            click.echo(f"mantispy: using the store mantispy build wrote: {built[0]} (give --store to choose)", err=True)
+            path = built[0]
+        elif built:
+            raise UserError(f"{path}: no such store here; mantispy build wrote several, choose one with --store: "
+                            + ", ".join(str(b) for b in built))
     try:
         return RunStore(path, create=create)
     except StoreError as exc:
@@ -273,8 +323,11 @@ def _pick_campaign(store, name: str | None):
               help="Afterwards re-run some inputs untimed, recording which callee each call site reached (hybrid slicing).")
 @click.option("--observe-inputs", default=10, show_default=True, type=click.IntRange(1),
               help="How many inputs --observe-calls re-runs (spread over the campaign's inputs).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or progress lines; only errors and the summary.")
+@click.option("-v", "--verbose", is_flag=True, help="Also one line per finished run: input, variant, status, seconds.")
 def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace: bool, cluster: str | None,
-            with_coverage: bool, observe_calls: bool = False, observe_inputs: int = 10) -> None:
+            with_coverage: bool, observe_calls: bool = False, observe_inputs: int = 10, quiet: bool = False,
+            verbose: bool = False) -> None:
     """Run the instrumented program over a campaign's inputs; store metrics and features per run.
 
     SPEC is a TOML campaign file (see the README). Each run is a fresh subprocess; a crash or timeout is
@@ -301,18 +354,21 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
     failures = 0
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), TimeRemainingColumn(),
-                  console=err, transient=False) as progress:
+                  console=err, transient=False, disable=quiet) as progress:
         bar = progress.add_task(f"profiling {spec.name}", total=None, failed=0)
 
         def on_result(record) -> None:
             nonlocal failures
             failures += record.status != "ok"
             progress.update(bar, advance=1, failed=failures)
+            if verbose:
+                progress.console.print(f"mantispy: {record.input_id} #{record.repeat} {record.variant}: {record.status} "
+                                       f"{record.metrics.get('wall_s', float('nan')):.3f} s", highlight=False)
 
         try:
             summary = run_profile(spec, store, jobs, resume, replace, cluster,
                                   on_start=lambda n: progress.update(bar, total=n), on_result=on_result,
-                                  log=lambda m: err.print(f"mantispy: {m}"))
+                                  log=(lambda _m: None) if quiet else (lambda m: err.print(f"mantispy: {m}")))
         except StoreError as exc:
             raise UserError(str(exc)) from None
     if with_coverage:
@@ -417,7 +473,8 @@ def runs(store_path: Path, campaign_name: str | None, list_runs: bool) -> None:
 @cli.command()
 @_store_option
 @click.option("--campaign", "campaign_name", default=None, help="Campaign name (default: the only one).")
-@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True,
+              help="File format (parquet needs pyarrow).")
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="File to write.")
 @click.option("--all-runs", is_flag=True, help="Include failed runs and uninstrumented calibration runs.")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists (never the store itself).")
@@ -488,8 +545,8 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
 @click.option("--no-sensitivity", is_flag=True, help="Skip the lambda-path and training-size studies (faster).")
 @click.option("--form", type=click.Choice(["auto", "polynomial", "log"]), default="auto", show_default=True,
               help="Model form: additive polynomial, multiplicative (log), or chosen by cross-validation.")
-@click.option("--metrics-from", type=click.Choice(["instrumented", "original"]), default="instrumented", show_default=True,
-              help="Model the instrumented runs' metrics, or the uninstrumented runs' (calibration_runs = \"all\").")
+@click.option("--metrics-from", type=click.Choice(["auto", "instrumented", "original"]), default="auto", show_default=True,
+              help="Model the uninstrumented runs' metrics (calibration_runs = \"all\"; what build models) or the instrumented runs'; auto: the first when every input has them.")
 @click.option("--no-input-features", "no_inputs", is_flag=True,
               help="Use program features only, not the numbers on the command line and input file sizes.")
 @click.option("--solver", type=click.Choice(["sklearn", "glmnet"]), default="sklearn", show_default=True,
@@ -514,7 +571,9 @@ def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, t
     artefact.save(model, out)
     _print_model(model)
     _print_evaluation(model)
-    click.echo(f"model written to {out}")
+    source = model["training"]["metrics_from"]
+    click.echo(f"model written to {out} (metrics of the {'uninstrumented' if source == 'original' else 'instrumented'} "
+               f"runs{', as mantispy build models them' if source == 'original' else ''})")
 
 
 def _print_model(model) -> None:
@@ -594,11 +653,26 @@ def _print_evaluation(model) -> None:
 @cli.command()
 @click.argument("model_file", metavar="MODEL", type=click.Path(path_type=Path))
 def show(model_file: Path) -> None:
-    """Print a model's polynomial with each feature's kind, source location and snippet."""
+    """Print a model's polynomial with each feature's kind, source location and snippet.
+
+    MODEL is a model JSON (mantispy fit), or a predictor package (its folder or its models.json), whose
+    every metric's model is shown."""
     from mantispy.modeling import artefact
 
+    path = model_file / "models.json" if model_file.is_dir() else model_file
+    if _json_format(path) == "mantispy-predictor-models":
+        metrics = (_json_of(path) or {}).get("metrics")
+        if not isinstance(metrics, dict) or not metrics:
+            raise UserError(f"{path}: field metrics: expected an object of models; rebuild with mantispy build")
+        for metric, model in metrics.items():
+            problem = artefact.model_problem(model)
+            if problem is not None:
+                raise UserError(f"{path}: metrics.{metric}: {problem}; rebuild with mantispy build")
+            click.echo(f"== {metric}")
+            _print_model(model)
+        return
     try:
-        model = artefact.load(model_file)
+        model = artefact.load(path)
     except artefact.ModelFileError as exc:
         raise UserError(str(exc)) from None
     _print_model(model)

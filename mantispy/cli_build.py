@@ -44,10 +44,12 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
 @click.option("--frontier", default=None, metavar="B1,B2,...",
               help="One predictor per --max-cost budget (OUT/max-cost-B), profiled once; writes OUT/frontier.md/.json/.svg.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines; only errors and the closing table.")
+@click.option("-v", "--verbose", is_flag=True, help="Progress lines with the seconds since the build started.")
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
           validate_inputs: int | None, static_only: bool, force: bool, form: str, repeats: int | None,
-          no_inputs: bool, solver: str, frontier: str | None) -> None:
+          no_inputs: bool, solver: str, frontier: str | None, quiet: bool = False, verbose: bool = False) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildOptions
     from mantispy.build import build as run_build
@@ -59,11 +61,12 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
                            observed_calls=not static_only, form=form, repeats=repeats,
                            inputs=not no_inputs, solver=solver)
+    log = progress_log(quiet, verbose)
     if frontier is not None:
-        _build_frontier(options, frontier)
+        _build_frontier(options, frontier, log)
         return
     try:
-        record = run_build(options, log=lambda m: click.echo(m, err=True))
+        record = run_build(options, log=log)
     except BuildError as exc:
         raise FailureError(str(exc)) from None
     except (SpecError, StoreError, OutputError) as exc:
@@ -72,7 +75,19 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
     click.echo(f"predictor written to {out}: mantispy predict {out} -- ARGS...  |  mantispy report {out} -o report.html")
 
 
-def _build_frontier(options, text: str) -> None:
+def progress_log(quiet: bool, verbose: bool):
+    """Where a long verb's progress lines go: nowhere (-q), stderr, or stderr with elapsed seconds (-v)."""
+    import time
+
+    started = time.perf_counter()
+    if quiet:
+        return lambda _m: None
+    if verbose:
+        return lambda m: click.echo(f"[{time.perf_counter() - started:7.1f} s] {m}", err=True)
+    return lambda m: click.echo(m, err=True)
+
+
+def _build_frontier(options, text: str, log) -> None:
     """``build --frontier``: one predictor per budget, then the trade-off table."""
     from mantispy.build import build as run_build
     from mantispy.campaign import SpecError
@@ -99,7 +114,7 @@ def _build_frontier(options, text: str) -> None:
     except OutputError as exc:
         raise UserError(str(exc)) from None
     try:
-        rows = run_frontier(options, budgets, run_build, log=lambda m: click.echo(m, err=True))
+        rows = run_frontier(options, budgets, run_build, log=log)
     except BuildError as exc:
         raise FailureError(str(exc)) from None
     except (SpecError, StoreError, OutputError) as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -299,3 +300,57 @@ def test_a_program_in_the_specs_own_folder_is_profiled(tmp_path):
     proc = run("profile", tmp_path / "s.toml", "--store", tmp_path / "m.db", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [".mantis", "a.py", "m.db", "s.toml"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# consistency and CLI habits
+
+
+def test_help_lists_the_verbs_in_pipeline_order_with_whole_summaries():
+    text = run("--help").stdout
+    verbs = text[text.index("Build and use a predictor:"):]
+    order = re.findall(r"^  ([a-z]+) ", verbs, re.M)
+    assert order[:4] == ["build", "predict", "report", "calibrate"] and order.index("instrument") < order.index("profile")
+    assert order.index("fit") < order.index("slice") and "..." not in verbs  # summaries are whole sentences
+    for title in ("Build and use a predictor:", "The pipeline step by step:", "Program analysis:"):
+        assert title in text
+
+
+def test_every_option_of_every_verb_has_help():
+    import click
+
+    missing = [f"{name} {param.opts[0]}" for name, command in cli_module.cli.commands.items()
+               for param in command.params if isinstance(param, click.Option) and not param.help]
+    assert not missing
+
+
+def test_runs_without_store_finds_the_store_build_wrote(tmp_path):
+    from mantispy.store import RunStore
+
+    folder = tmp_path / ".mantis" / "build-work" / "app"
+    folder.mkdir(parents=True)
+    RunStore(folder / "mantis.db", create=True).close()
+    proc = run("runs", cwd=tmp_path)
+    assert "using the store mantispy build wrote" in proc.stderr and "no campaign" in proc.stderr
+    assert proc.returncode == 2
+
+
+def test_show_reads_a_predictors_models(tmp_path):
+    model = {"format": "mantispy-model", "version": 2, "metric": "cpu_s", "intercept": 0.5,
+             "terms": [{"coefficient": 1.0, "factors": [{"feature": "input:arg1", "power": 1}]}],
+             "scaling": {"input:arg1": {"min": 1.0, "max": 9.0}}}
+    (tmp_path / "models.json").write_text(json.dumps({"format": "mantispy-predictor-models", "version": 1,
+                                                      "build_id": "x", "name": "n", "metrics": {"cpu_s": model}}))
+    proc = run("show", tmp_path)
+    assert proc.returncode == 0 and "== cpu_s" in proc.stdout and "input:arg1" in proc.stdout, proc.stderr
+
+
+def test_quiet_and_verbose_profile(tmp_path):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "a.py").write_text("for i in range(3):\n    pass\n")
+    (tmp_path / "s.toml").write_text('name = "t"\nsource = "prog"\nentry = "a.py"\ncalibration_runs = 0\n'
+                                     '[[inputs.list]]\nid = "x"\nargv = []\n')
+    loud = run("profile", tmp_path / "s.toml", "--store", tmp_path / "a.db", "-v", cwd=tmp_path)
+    assert loud.returncode == 0 and "mantispy: x #0 instrumented: ok" in loud.stderr
+    quiet = run("profile", tmp_path / "s.toml", "--store", tmp_path / "b.db", "-q", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "" and "this call: 1 run(s) executed" in quiet.stdout

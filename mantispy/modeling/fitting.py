@@ -10,6 +10,7 @@ training on 5/10/20/40 % of the inputs (Fig. 6b/9b), and the same SPORE fitted o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ class FitRequest:
     seed: int = 0
     exclude: tuple[str, ...] = ()
     sensitivity: bool = True
-    metrics_from: str = "instrumented"  # "original": metrics of the uninstrumented runs (calibration_runs = "all")
+    # "original": metrics of the uninstrumented runs (calibration_runs = "all"); "auto": those when every input
+    # has them (as mantispy build models), else the instrumented runs' (see metrics_source)
+    metrics_from: str = "instrumented"
     constant_fallback: bool = False  # kept for callers; a constant now always competes (see selection)
     form: str = "auto"  # "auto" (chosen by cross-validation), "polynomial" or "log"
     inputs: bool = True  # the input descriptors (argv numbers, file sizes) are candidate features too
@@ -85,7 +88,19 @@ def relative_errors(predicted: np.ndarray, actual: np.ndarray) -> dict[str, floa
     return {"median_rel_error": float(np.median(errors)), "mean_rel_error": float(np.mean(errors)), "n": int(len(errors))}
 
 
-def _load(store: RunStore, campaign_name: str | None, metric: str, metrics_from: str = "instrumented"):
+def metrics_source(store: RunStore, campaign_name: str | None) -> str:
+    """What ``metrics_from="auto"`` models: ``original`` (as mantispy build does) when the campaign ran
+    every input it ran instrumented also uninstrumented (``calibration_runs = "all"``), else
+    ``instrumented``."""
+    campaign = _campaign(store, campaign_name)
+    original = store.dataframe(campaign, metrics_from="original", features=False)
+    instrumented = store.dataframe(campaign, features=False)
+    if not original.empty and set(original["input_id"]) >= set(instrumented["input_id"]):
+        return "original"
+    return "instrumented"
+
+
+def _campaign(store: RunStore, campaign_name: str | None):
     campaigns = store.campaigns()
     if not campaigns:
         raise ModelingError(f"{store.path}: no campaign in the store; run mantispy profile first")
@@ -98,6 +113,11 @@ def _load(store: RunStore, campaign_name: str | None, metric: str, metrics_from:
         if named is None:
             raise ModelingError(f"{store.path}: no campaign {campaign_name!r}")
         campaign = named
+    return campaign
+
+
+def _load(store: RunStore, campaign_name: str | None, metric: str, metrics_from: str = "instrumented"):
+    campaign = _campaign(store, campaign_name)
     frame = store.dataframe(campaign, metrics_from=metrics_from)
     if frame.empty:
         if metrics_from != "instrumented":
@@ -155,6 +175,8 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     constant) is chosen by cross-validation on the training inputs (:mod:`selection`)."""
     metric = resolve_metric(request.metric)
     measured = measured_metric(metric)
+    if request.metrics_from == "auto":
+        request = dataclasses.replace(request, metrics_from=metrics_source(store, campaign_name))
     campaign, frame = _load(store, campaign_name, measured, request.metrics_from)
     metric_col, measured_col = f"metric:{metric}", f"metric:{measured}"
     if not _feature_columns(frame):
