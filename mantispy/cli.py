@@ -963,8 +963,24 @@ def main() -> None:
         WATCHDOG.end_all()
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             raise
+        if isinstance(exc, _bad_input_errors()):  # an artefact reader's refusal that no verb caught itself
+            click.echo(f"mantispy: error: {' '.join(str(exc).split())}", err=True)
+            sys.exit(UserError.exit_code)
         click.echo(f"mantispy: internal error: {_internal(exc)} (run again with --debug for the traceback)", err=True)
         sys.exit(EXIT_FAILED)
+
+
+def _bad_input_errors() -> tuple[type[Exception], ...]:
+    """The errors artefact readers raise for input they refuse (each message names the file and field)."""
+    from mantispy.build_record import BuildRecordError
+    from mantispy.campaign import SpecError
+    from mantispy.instrument.manifest import ManifestError
+    from mantispy.modeling.artefact import ModelFileError
+    from mantispy.outputs import OutputError
+    from mantispy.slicer.observations import ObservationsError
+    from mantispy.store import StoreError
+
+    return (BuildRecordError, SpecError, ManifestError, ModelFileError, OutputError, ObservationsError, StoreError)
 
 
 def _internal(exc: BaseException) -> str:

@@ -23,6 +23,7 @@ generator reads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -131,6 +132,28 @@ def spec_digest(spec: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
 
 
+_UNREADABLE = (ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError)
+
+
+def _reading(method):
+    """A read of stored rows: a row SQLite accepted but mantispy cannot read is a StoreError (one line)."""
+
+    @functools.wraps(method)
+    def read(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except StoreError:
+            raise
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc)) from None
+        except _UNREADABLE as exc:
+            said = " ".join(str(exc).split())[:160]
+            raise StoreError(f"{self.path}: a stored row cannot be read ({type(exc).__name__}: {said}); the store is "
+                             "damaged: profile into a new --store, or again with --replace") from None
+
+    return read
+
+
 class RunStore:
     """Read/write access to one store file. Use as a context manager or call :meth:`close`."""
 
@@ -206,6 +229,7 @@ class RunStore:
         self.close()
 
     # ------------------------------------------------------------------ campaigns and inputs
+    @_reading
     def campaign(self, name: str) -> Campaign | None:
         """The campaign called ``name``, or None."""
         row = self.db.execute(
@@ -219,6 +243,7 @@ class RunStore:
         return Campaign(row[0], row[1], json.loads(row[2]), row[3], row[4], loads(row[5]), json.loads(row[6]),
                         loads(row[7]), loads(row[8]), row[9])
 
+    @_reading
     def campaigns(self) -> list[Campaign]:
         """All campaigns, oldest first."""
         names = [r[0] for r in self.db.execute("SELECT name FROM campaigns ORDER BY id")]
@@ -284,12 +309,14 @@ class RunStore:
                 [(campaign.id, iid, json.dumps(d, default=str)) for iid, d in descriptors],
             )
 
+    @_reading
     def inputs(self, campaign: Campaign) -> dict[str, dict[str, Any]]:
         """Input id -> descriptor."""
         rows = self.db.execute("SELECT input_id, descriptor_json FROM inputs WHERE campaign_id = ?", (campaign.id,))
         return {iid: json.loads(d) for iid, d in rows}
 
     # ------------------------------------------------------------------ runs
+    @_reading
     def done(self, campaign: Campaign) -> set[tuple[str, int, str]]:
         """(input, repeat, variant) of every stored run: what a resumed campaign skips."""
         rows = self.db.execute("SELECT input_id, repeat, variant FROM runs WHERE campaign_id = ?", (campaign.id,))
@@ -336,6 +363,7 @@ class RunStore:
             ids.update({n: i for i, n in db.execute(f"SELECT id, name FROM feature_names WHERE name IN ({marks})", chunk)})
         return ids
 
+    @_reading
     def runs(self, campaign: Campaign, variant: str | None = None) -> list[dict[str, Any]]:
         """Run rows (dicts) with their metrics, in storage order."""
         query = "SELECT id, input_id, repeat, variant, status, returncode, stderr_tail, host, started, finished FROM runs WHERE campaign_id = ?"
@@ -350,8 +378,12 @@ class RunStore:
             "SELECT m.run_id, m.name, m.value FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.campaign_id = ?",
             (campaign.id,),
         ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"metric {name!r} of run {run_id} is {value!r}, not a number")
             metrics.setdefault(run_id, {})[name] = value
         for row in rows:
+            if not isinstance(row["input_id"], str) or not isinstance(row["status"], str) or not isinstance(row["repeat"], int):
+                raise ValueError(f"run {row['run_id']} has an input id, status or repeat of the wrong type")
             row["metrics"] = metrics.get(row["run_id"], {})
         return rows
 
@@ -370,6 +402,7 @@ class RunStore:
         for run_id, ids, vals in rows:
             yield run_id, np.frombuffer(ids, dtype="<u4"), np.frombuffer(vals, dtype="<f8")
 
+    @_reading
     def dataframe(self, campaign: Campaign | str, variant: str = "instrumented", status: str | None = "ok",
                   features: bool = True, metrics_from: str | None = None):
         """One row per run: ``input_id``, ``repeat``, ``status``, metric columns, then feature columns.

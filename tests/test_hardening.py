@@ -354,3 +354,20 @@ def test_quiet_and_verbose_profile(tmp_path):
     assert loud.returncode == 0 and "mantispy: x #0 instrumented: ok" in loud.stderr
     quiet = run("profile", tmp_path / "s.toml", "--store", tmp_path / "b.db", "-q", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == "" and "this call: 1 run(s) executed" in quiet.stdout
+
+
+def test_a_damaged_store_row_is_one_line(tmp_path):
+    import sqlite3
+
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "a.py").write_text("for i in range(3):\n    pass\n")
+    (tmp_path / "s.toml").write_text('name = "t"\nsource = "prog"\nentry = "a.py"\ncalibration_runs = 0\n'
+                                     '[[inputs.list]]\nid = "x"\nargv = []\n')
+    assert run("profile", tmp_path / "s.toml", "--store", tmp_path / "m.db", "-q", cwd=tmp_path).returncode == 0
+    db = sqlite3.connect(tmp_path / "m.db")
+    db.execute("UPDATE metrics SET value = 'fast' WHERE name = 'wall_s'")
+    db.commit()
+    db.close()
+    for verb in (["runs"], ["export", "-o", tmp_path / "out.csv"]):
+        proc = run(*verb, "--store", tmp_path / "m.db")
+        assert proc.returncode == 2 and "a stored row cannot be read" in one_line(proc)

@@ -144,3 +144,61 @@ def test_campaign_spec_reader(spec_folder, key, value):
         load_spec(path)
     except SpecError as exc:
         assert "\n" not in str(exc)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the run store: rows SQLite accepts but mantispy cannot read
+
+
+@pytest.fixture(scope="module")
+def profiled_store(tmp_path_factory):
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("store")
+    (folder / "prog").mkdir()
+    (folder / "prog" / "app.py").write_text(PROGRAM)
+    (folder / "s.toml").write_text('name = "t"\nsource = "prog"\nentry = "app.py"\ncalibration_runs = 1\n'
+                                   '[[inputs.list]]\nid = "a"\nargv = ["3"]\n[[inputs.list]]\nid = "b"\nargv = ["5"]\n')
+    proc = subprocess.run([sys.executable, "-m", "mantispy", "profile", str(folder / "s.toml"), "--store",
+                           str(folder / "m.db"), "-q"], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return folder / "m.db"
+
+
+CELLS = [("campaigns", c) for c in ("name", "spec_json", "manifest_json", "environment_json", "calibration_json")] + \
+        [("runs", c) for c in ("input_id", "repeat", "variant", "status", "returncode")] + \
+        [("metrics", c) for c in ("name", "value")] + [("run_features", c) for c in ("ids", "vals")] + \
+        [("inputs", c) for c in ("input_id", "descriptor_json")] + [("feature_names", c) for c in ("id", "name")]
+CELL_VALUES = st.one_of(st.none(), st.integers(-2**40, 2**40), st.floats(allow_nan=False), st.text(max_size=6),
+                        st.binary(max_size=9), st.sampled_from(["{", "[]", '{"a": 1}', "null", "nan"]))
+
+
+@settings(max_examples=120, deadline=None)
+@given(cell=st.sampled_from(CELLS), value=CELL_VALUES)
+def test_store_rows_mantispy_cannot_read(profiled_store, tmp_path_factory, cell, value):
+    import shutil
+    import sqlite3
+
+    from mantispy.store import RunStore, StoreError
+
+    path = tmp_path_factory.mktemp("damaged") / "m.db"
+    shutil.copy(profiled_store, path)
+    table, column = cell
+    db = sqlite3.connect(path)
+    try:
+        db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = (SELECT min(rowid) FROM {table})", (value,))
+        db.commit()
+    except sqlite3.Error:  # a constraint SQLite itself enforces: nothing stored
+        return
+    finally:
+        db.close()
+    try:
+        store = RunStore(path)
+        for campaign in store.campaigns():
+            store.runs(campaign)
+            store.dataframe(campaign)
+            store.dataframe(campaign, metrics_from="original")
+        store.close()
+    except StoreError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path))
