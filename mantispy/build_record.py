@@ -239,6 +239,7 @@ class EvaluatorRecord:
     """The combined feature evaluator the package ships, and how it did on the held-out inputs."""
 
     features: list[str] = field(default_factory=list)
+    input_check: str | None = None  # no model uses the program: this feature's evaluator only checks each input
     statements_kept: int = 0
     statements_total: int = 0
     files: int = 0
@@ -258,7 +259,7 @@ class EvaluatorRecord:
     @classmethod
     def read(cls, r: _Reader) -> EvaluatorRecord:
         """From ``evaluator``."""
-        return cls(features=r.texts("features"), statements_kept=r.integer("statements_kept", 0) or 0,
+        return cls(features=r.texts("features"), input_check=r.optional_text("input_check"), statements_kept=r.integer("statements_kept", 0) or 0,
                    statements_total=r.integer("statements_total", 0) or 0, files=r.integer("files", 0) or 0,
                    cost=r.objects("cost"), median_fraction=r.number("median_fraction"),
                    max_fraction=r.number("max_fraction"), median_s=r.number("median_s"),

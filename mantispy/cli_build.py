@@ -166,7 +166,11 @@ def print_validation(record: BuildRecord) -> None:
                       + (f"{cold:.1%} in a fresh interpreter each time; " if cold is not None else "")
                       + f"{ev.statements_kept} of {ev.statements_total} statements kept")
     elif not ev.features:
-        console.print("evaluator: none (no model uses a program feature; input descriptors are read from the arguments)")
+        console.print("evaluator: none (no model uses a program feature, and no evaluator was measured that could check "
+                      "the input: any input gets the models' estimate, even one the program rejects)")
+    if ev.input_check:
+        console.print(f"input check: no model uses a program feature; the package runs the evaluator of {ev.input_check} "
+                      "only to check that the program accepts each input")
     inputs = fid.get("inputs", 0)
     console.print(f"evaluator fidelity: {fid.get('agreed', 0)} of {inputs * fid.get('features', 0)} feature values agree "
                   f"with the instrumented program on {inputs} held-out input(s)"

@@ -46,7 +46,8 @@ def frontier_row(budget: float, record: BuildRecord, out: Path) -> dict[str, Any
         "max_cost": budget,
         "predictor": str(out),
         "evaluator_median_fraction": evaluator.median_fraction if evaluator.features else 0.0,
-        "evaluator_features": len(evaluator.features),
+        "evaluator_features": len([f for f in evaluator.features if f != evaluator.input_check]),  # the models'
+        "input_check": evaluator.input_check,
         "model_features": len(record.features),
         "metrics": {m: {"median_rel_error": d.validation.get("median_rel_error"),
                         "blackbox": d.validation.get("blackbox", {}).get("median_rel_error"),

@@ -61,15 +61,20 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
     staging.mkdir(parents=True)
     used = sorted({f for m in models.values() for f in m["scaling"]})
     selected = [f for f in used if not f.startswith(INPUT_PREFIX)]  # the evaluator's; descriptors are read
+    input_check = None
+    if not selected:  # no model needs the program: an evaluator still checks that the program accepts the input
+        input_check = input_check_feature(record)
+        selected = [input_check] if input_check else []
     k = int(builder.spec.instrument.get("k", 5))
     evaluator_dir = staging / "evaluator"
     if selected:
         result, report = session.emit_combined(selected, evaluator_dir, k)
         kept, total, files = result.statements_kept, result.statements_total, len(report.files)
-    else:  # every model is a constant: nothing to evaluate
+    else:  # nothing was ever sliced with the program's values: no evaluator at all
         evaluator_dir.mkdir()
         kept, total, files = 0, 0, 0
-    log(f"combined evaluator: {len(selected)} feature(s), {kept} of {total} statements")
+    log(f"combined evaluator: {len(selected)} feature(s), {kept} of {total} statements"
+        + (f" (no model uses the program's features: {input_check} only checks each input)" if input_check else ""))
 
     ids = test_ids if builder.options.validate_inputs is None else test_ids[: builder.options.validate_inputs]
     records = {r.id: r for r in builder.spec.inputs}
@@ -141,7 +146,7 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
     fractions = [c["fraction"] for c in costs]
     median_wall = statistics.median(c["actual_s"] for c in costs) if costs else None
     record.evaluator = EvaluatorRecord(
-        features=selected, statements_kept=kept, statements_total=total, files=files,
+        features=selected, input_check=input_check, statements_kept=kept, statements_total=total, files=files,
         cost=costs,
         median_fraction=statistics.median(fractions) if fractions else None,
         max_fraction=max(fractions) if fractions else None,
@@ -167,6 +172,16 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         static = SliceSession(builder.spec.source_root, session.entry, reuse=session)
         validate(builder, static, models, frame, test_ids, record, out)
         record.evaluator.hybrid_rejected = rejected
+
+
+def input_check_feature(record: BuildRecord) -> str | None:
+    """When no model uses a program feature, the feature whose evaluator checks each input instead: the
+    cheapest one the cost loop measured as agreeing with the program (its slice runs the program's
+    argument handling, so an input the program rejects is rejected). None when none was measured."""
+    measured = [(v.get("status") != "cheap", v.get("cost_s"), feature) for feature, v in record.verdicts.items()
+                if v.get("status") in ("cheap", "too expensive") and isinstance(v.get("cost_s"), (int, float))
+                and not feature.startswith(INPUT_PREFIX)]
+    return min(measured)[2] if measured else None
 
 
 def _blackbox_by_input(model: dict[str, Any]) -> dict[str, float]:
@@ -276,6 +291,11 @@ def package_readme(record: BuildRecord) -> str:
         f"modules once, in {ev.warm_startup_s or 0:.2f} s, then forks per input); "
         f"{_pct(ev.cold_median_fraction)} with `predict(..., warm=False)` (a fresh interpreter per call).",
         "",
+        *([f"No model uses a program feature: the evaluator computes `{ev.input_check}` only to check that the "
+           "program accepts each input (an input it rejects raises `InputRejected`).", ""] if ev.input_check else []),
+        *(["No evaluator: no model uses a program feature and none was measured that could check the input, so any "
+           "input gets the models' estimate, even one the program would reject.", ""]
+          if not ev.features else []),
         "## Features",
         "",
         "| feature | kind | source | cost (% of run) | metrics |",

@@ -79,3 +79,38 @@ def by_suffix(features: dict[str, float], suffix: str) -> float:
     hits = [v for k, v in features.items() if k.endswith(suffix)]
     assert len(hits) <= 1, f"ambiguous suffix {suffix}: {hits}"
     return hits[0] if hits else 0
+
+
+def odd_json_values():
+    """Hypothesis strategy: JSON values of every type (NaN and infinities included), for mutating artefacts."""
+    from hypothesis import strategies as st
+
+    return st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
+                     st.lists(st.integers(0, 5), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+def json_paths(value, prefix=(), items=None):
+    """Every path (a tuple of keys and indexes) to a value inside a JSON document (lists: their first
+    ``items`` elements, all when None)."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from json_paths(item, (*prefix, key), items)
+    elif isinstance(value, list):
+        for n, item in enumerate(value if items is None else value[:items]):
+            yield from json_paths(item, (*prefix, n), items)
+
+
+def mutated(document, path, value):
+    """A deep copy of ``document`` with the value at ``path`` replaced by ``value``."""
+    import copy
+
+    if not path:
+        return value
+    document = copy.deepcopy(document)
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document

@@ -209,15 +209,23 @@ def test_when_every_evaluator_is_too_costly_the_models_are_constants(built, tmp_
         model = data["model"]
         assert model["method"] == "constant" or all(f.startswith("input:") for f in model["scaling"])
         assert data["validation"]["n"] == 12
-    assert all(f["id"].startswith("input:") for f in record["features"]) and record["evaluator"]["features"] == []
+    assert all(f["id"].startswith("input:") for f in record["features"])
+    # No model uses a program feature, yet the package checks each input: the cheapest measured evaluator runs
+    # the program's argument handling (issue 19: a constant model once accepted any input).
+    check = record["evaluator"]["input_check"]
+    assert check and not check.startswith("input:") and record["evaluator"]["features"] == [check]
     module = load_predictor(tmp_path / "constant")
+    with pytest.raises(module.InputRejected, match="rejects this input"):
+        module.predict(["--size", "abc"], cwd=root / "batchjob")
     argv = ["--size", "50", "--queries", "12", "--mode", "scan"]
     estimate = module.predict(argv, cwd=root / "batchjob", extrapolate=True)
     numbers = module.input_numbers(argv, cwd=root / "batchjob")
     assert estimate == pytest.approx({m: artefact.predict(d["model"], numbers) for m, d in record["metrics"].items()})
-    print_validation(typed)  # the closing table of a build without an evaluator (it once raised TypeError)
+    print_validation(typed)  # the closing table of a build whose models use no program feature (it once raised TypeError)
     said = capsys.readouterr().out
-    assert "evaluator: none" in said and "noise floor" in said
+    assert f"input check: no model uses a program feature; the package runs the evaluator of {check}" in said
+    assert "noise floor" in said
+    assert "only to check that the program accepts each input" in (tmp_path / "constant" / "README.md").read_text()
 
 
 def test_a_cheap_evaluator_is_checked_on_every_training_input(built, tmp_path, monkeypatch):

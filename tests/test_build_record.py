@@ -3,7 +3,6 @@ with one line naming the field, whatever the mutation."""
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 
@@ -21,6 +20,7 @@ from mantispy.build_record import (
     MetricRecord,
     OptionsRecord,
 )
+from tests.helpers import json_paths, mutated, odd_json_values
 
 
 def sample() -> BuildRecord:
@@ -101,32 +101,13 @@ def test_writing_a_non_finite_number_fails_instead_of_writing_nan():
         record.to_json()
 
 
-ODD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
-                       st.text(max_size=5), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
-
-
-def _paths(value, prefix=()):
-    """Every path to a value inside a JSON document."""
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for n, item in enumerate(value):
-            yield from _paths(item, (*prefix, n))
-
-
-PATHS = [p for p in _paths(sample().to_dict()) if p]
+PATHS = [p for p in json_paths(sample().to_dict()) if p]
 
 
 @settings(max_examples=300, deadline=None)
-@given(path=st.sampled_from(PATHS), value=ODD_VALUES)
+@given(path=st.sampled_from(PATHS), value=odd_json_values())
 def test_any_mutation_reads_back_or_fails_in_one_line(path, value):
-    data = copy.deepcopy(sample().to_dict())
-    target = data
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
+    data = mutated(sample().to_dict(), path, value)
     try:
         record = BuildRecord.from_dict(data)
     except BuildRecordError as exc:

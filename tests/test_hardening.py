@@ -28,6 +28,14 @@ def run(*args, cwd=None, timeout=300):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
+def campaign(folder: Path, program: str, spec: str, name: str = "a.py") -> Path:
+    """``folder/prog/NAME`` holding ``program`` and ``folder/s.toml`` holding ``spec``; returns the spec."""
+    (folder / "prog").mkdir()
+    (folder / "prog" / name).write_text(program)
+    (folder / "s.toml").write_text(spec)
+    return folder / "s.toml"
+
+
 def one_line(proc) -> str:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -201,11 +209,10 @@ def test_an_interrupted_profile_leaves_no_program_running(tmp_path, signum):
 
 
 def test_profile_where_every_run_fails_exits_1(tmp_path):
-    (tmp_path / "prog").mkdir()
-    (tmp_path / "prog" / "crash.py").write_text("import sys\nfor i in range(3):\n    pass\nsys.exit(3)\n")
-    (tmp_path / "spec.toml").write_text('name = "crash"\nsource = "prog"\nentry = "crash.py"\ncalibration_runs = 0\n'
-                                        '[[inputs.list]]\nid = "a"\nargv = []\n[[inputs.list]]\nid = "b"\nargv = ["x"]\n')
-    proc = run("profile", tmp_path / "spec.toml", "--store", tmp_path / "m.db", cwd=tmp_path)
+    spec = campaign(tmp_path, "import sys\nfor i in range(3):\n    pass\nsys.exit(3)\n",
+                    'name = "crash"\nsource = "prog"\nentry = "crash.py"\ncalibration_runs = 0\n'
+                    '[[inputs.list]]\nid = "a"\nargv = []\n[[inputs.list]]\nid = "b"\nargv = ["x"]\n', "crash.py")
+    proc = run("profile", spec, "--store", tmp_path / "m.db", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "every run of campaign 'crash' failed" in proc.stderr.strip().splitlines()[-1]
 
@@ -284,11 +291,10 @@ def test_fidelity_with_a_module_function_entry(tmp_path):
 
 
 def test_too_few_inputs_for_the_split_is_said_before_anything_runs(tmp_path):
-    (tmp_path / "prog").mkdir()
-    (tmp_path / "prog" / "a.py").write_text("import sys\nfor i in range(int(sys.argv[1])):\n    pass\n")
-    (tmp_path / "s.toml").write_text('name = "few"\nsource = "prog"\nentry = "a.py"\n[inputs]\n'
-                                     'list = [{id = "a", argv = ["1"]}, {id = "b", argv = ["2"]}]\n')
-    proc = run("build", tmp_path / "s.toml", "-o", tmp_path / "pred", cwd=tmp_path)
+    spec = campaign(tmp_path, "import sys\nfor i in range(int(sys.argv[1])):\n    pass\n",
+                    'name = "few"\nsource = "prog"\nentry = "a.py"\n[inputs]\n'
+                    'list = [{id = "a", argv = ["1"]}, {id = "b", argv = ["2"]}]\n')
+    proc = run("build", spec, "-o", tmp_path / "pred", cwd=tmp_path)
     assert proc.returncode == 2 and "need at least 4 training inputs" in one_line(proc)
     assert not (tmp_path / ".mantis").exists() and not (tmp_path / "pred").exists()  # nothing profiled
 

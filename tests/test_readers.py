@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import tempfile
 from pathlib import Path
@@ -19,33 +20,12 @@ from mantispy.instrument.tree import instrument_tree
 from mantispy.modeling import artefact
 from mantispy.runtime import observed_calls
 from mantispy.slicer.observations import Observations, ObservationsError
+from tests.helpers import json_paths, mutated, odd_json_values
 
 PROGRAM = "import sys\n\n\ndef run(n):\n    total = 0\n    for i in range(n):\n        if i % 2:\n            total += i\n    return total\n\n\nprint(run(int(sys.argv[1])))\n"
 
-ODD = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
-                st.text(max_size=4), st.lists(st.integers(0, 5), max_size=4),
-                st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
-
-
-def _paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for n, item in enumerate(value[:3]):
-            yield from _paths(item, (*prefix, n))
-
-
-def _mutated(document, path, value):
-    document = copy.deepcopy(document)
-    if not path:
-        return value
-    target = document
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return document
+ODD = odd_json_values()
+_paths = functools.partial(json_paths, items=3)
 
 
 def _manifest() -> dict:
@@ -78,7 +58,7 @@ def test_the_valid_documents_read():
 @given(path=st.sampled_from(list(_paths(MANIFEST))), value=ODD)
 def test_manifest_reader(path, value):
     try:
-        manifest = Manifest.from_dict(_mutated(MANIFEST, path, value))
+        manifest = Manifest.from_dict(mutated(MANIFEST, path, value))
     except ManifestError as exc:
         assert "\n" not in str(exc)
         return
@@ -89,7 +69,7 @@ def test_manifest_reader(path, value):
 @given(path=st.sampled_from(list(_paths(MODEL))), value=ODD)
 def test_model_reader(tmp_path_factory, path, value):
     target = tmp_path_factory.mktemp("model") / "model.json"
-    target.write_text(json.dumps(_mutated(MODEL, path, value)))
+    target.write_text(json.dumps(mutated(MODEL, path, value)))
     try:
         model = artefact.load(target)
     except artefact.ModelFileError as exc:
@@ -103,7 +83,7 @@ def test_model_reader(tmp_path_factory, path, value):
 @given(path=st.sampled_from(list(_paths(OBSERVED))), value=ODD)
 def test_observed_calls_reader(path, value):
     try:
-        Observations.from_dict(_mutated(OBSERVED, path, value), "calls.json")
+        Observations.from_dict(mutated(OBSERVED, path, value), "calls.json")
     except ObservationsError as exc:
         assert "\n" not in str(exc) and str(exc).startswith("calls.json: ")
 

@@ -8,7 +8,15 @@ from typing import Any
 
 
 def predict(model: dict[str, Any], features: dict[str, float]) -> float:
-    """Evaluate a model on one run's features (absent features count as 0)."""
+    """Evaluate a model on one run's features (absent features count as 0). A term beyond the float range
+    (a feature astronomically far outside what training saw) makes the estimate infinite."""
+    try:
+        return _evaluate(model, features)
+    except OverflowError:
+        return math.inf
+
+
+def _evaluate(model: dict[str, Any], features: dict[str, float]) -> float:
     log_form = model.get("form", "polynomial") == "log"
     total = float(model["intercept"])
     scaling = model["scaling"]
