@@ -210,7 +210,7 @@ def _span(value: Any) -> Span:
     return value[0], value[1], value[2], value[3]
 
 
-_SIMPLE = {"str": str, "int": int, "float": (int, float), "bool": bool}
+_SIMPLE: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "float": (int, float), "bool": bool}
 
 
 def _typed(record: Any) -> Any:
