@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -947,6 +948,7 @@ _register_product_verbs(cli)
 def main() -> None:
     """Console-script entry point: an unexpected exception is one line (exit status 1) unless ``--debug``
     or MANTISPY_DEBUG=1 asks for its traceback."""
+    signal.signal(signal.SIGINT, _interrupted)
     try:
         cli.main(prog_name="mantispy", standalone_mode=False)
     except click.exceptions.Exit as exc:  # --help, --version
@@ -968,6 +970,13 @@ def main() -> None:
             sys.exit(UserError.exit_code)
         click.echo(f"mantispy: internal error: {_internal(exc)} (run again with --debug for the traceback)", err=True)
         sys.exit(EXIT_FAILED)
+
+
+def _interrupted(signum, frame) -> None:
+    """SIGINT: end the programs mantispy runs at once (a worker thread may be waiting for one, and cleanup
+    code may wait for that thread), then interrupt as Python does."""
+    WATCHDOG.end_all()
+    signal.default_int_handler(signum, frame)
 
 
 def _bad_input_errors() -> tuple[type[Exception], ...]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mantispy.core.launch import program_argv, program_env
+from mantispy.core.watchdog import WATCHDOG, run_watched
 from mantispy.instrument.transformer import Options, instrument_source
 
 from . import kit
@@ -168,7 +169,7 @@ def run_instrumented(src: Path, entry: str, inputs: list[list[str]], work: Path,
     for n, args in enumerate(inputs):
         out = work / f"truth-{n}.json"
         invocation = _invocation(entry, args)
-        proc = subprocess.run(program_argv(build, invocation), env=program_env(build, out), cwd=cwd,
+        proc = run_watched(program_argv(build, invocation), env=program_env(build, out), cwd=cwd,
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise EvaluatorError(f"input {' '.join(args)!r} fails on the instrumented program: {proc.stderr.strip()[-300:]}")
@@ -184,9 +185,10 @@ def run_evaluator(out_dir: Path, args: list[str], cwd: Path, timeout: float = 60
     script = str(Path(out_dir).resolve() / kit.ENTRY_FILE)
     command = ([script, "--mantis-json-kwargs", json.dumps(kwargs)] if kwargs is not None
                else [script, "--mantis-json", *args])
+    WATCHDOG.start()  # not inside the timed run
     started = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, *command], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        proc = run_watched([sys.executable, *command], cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise EvaluatorError(f"evaluator ran longer than {timeout:.3g} s") from None
     seconds = time.perf_counter() - started
@@ -245,7 +247,7 @@ def check_fidelity(session: SliceSession, src: Path, inputs: list[list[str]], fe
                     rows[fid].reason = f"cannot emit: {exc}"
                 continue
             for args, truth in zip(inputs, truths):
-                proc = subprocess.run([sys.executable, str(out / "evaluate.py"), *args], cwd=cwd,
+                proc = run_watched([sys.executable, str(out / "evaluate.py"), *args], cwd=cwd,
                                       capture_output=True, text=True, timeout=600)
                 if proc.returncode != 0:
                     error = (proc.stderr.strip().splitlines() or ["?"])[-1][:300]

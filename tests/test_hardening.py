@@ -377,3 +377,23 @@ def test_a_damaged_store_row_is_one_line(tmp_path):
     for verb in (["runs"], ["export", "-o", tmp_path / "out.csv"]):
         proc = run(*verb, "--store", tmp_path / "m.db")
         assert proc.returncode == 2 and "a stored row cannot be read" in one_line(proc)
+
+
+def test_a_watched_run_ends_with_its_parent_even_on_sigkill(tmp_path):
+    """Evaluator runs of the cost loop and fidelity go through run_watched: after SIGKILL of the mantispy
+    process that started them, the watchdog ends them."""
+    (tmp_path / "hang.py").write_text(HANGING)
+    pid_file = tmp_path / "pid"
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from mantispy.core.watchdog import run_watched; "
+                               "run_watched([sys.executable, sys.argv[1], sys.argv[2]], timeout=600)",
+                               str(tmp_path / "hang.py"), str(pid_file)])
+    deadline = time.monotonic() + 60
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    parent.kill()
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 GRACE_S = 1.0
 """Between SIGTERM and SIGKILL when the watchdog ends what is left."""
@@ -50,6 +51,15 @@ class Watchdog:
             except OSError:  # the watchdog is gone: nothing more it can do for us
                 pass
 
+    def start(self) -> None:
+        """Start the watchdog process now (it starts on first use otherwise): before a timed run, so that
+        its start-up is not timed."""
+        with self._lock:
+            try:
+                self._pipe()
+            except OSError:
+                pass
+
     def watch_group(self, pgid: int) -> None:
         """End the process group ``pgid`` if mantispy ends before :meth:`forget_group`."""
         self._watched.add(("g", pgid))
@@ -79,6 +89,26 @@ class Watchdog:
 
 WATCHDOG = Watchdog()
 """This process's watchdog."""
+
+
+def run_watched(argv: list[str], *, timeout: float | None = None, capture_output: bool = False,
+                **popen: Any) -> subprocess.CompletedProcess:
+    """:func:`subprocess.run` whose child is registered with this process's watchdog while it runs: it
+    ends when mantispy ends, however mantispy ends. Raises :class:`subprocess.TimeoutExpired` after
+    killing a child that runs past ``timeout``."""
+    if capture_output:
+        popen.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with subprocess.Popen(argv, **popen) as proc:
+        WATCHDOG.watch_process(proc.pid)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except BaseException:
+            proc.kill()
+            proc.communicate()
+            raise
+        finally:
+            WATCHDOG.forget_process(proc.pid)
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def _signal(kind: str, target: int, signum: int) -> bool:
