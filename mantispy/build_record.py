@@ -255,6 +255,7 @@ class EvaluatorRecord:
     slicing: str = "static"
     calls_resolved_dynamically: int = 0
     hybrid_rejected: dict[str, Any] | None = None
+    confinement: str | None = None  # what confines an evaluation on the build machine (evaluate.py --mantis-confinement)
 
     @classmethod
     def read(cls, r: _Reader) -> EvaluatorRecord:
@@ -267,7 +268,8 @@ class EvaluatorRecord:
                    cold_median_fraction=r.number("cold_median_fraction"), fidelity=r.mapping("fidelity"),
                    failures=r.objects("failures"), slicing=r.text("slicing", "static"),
                    calls_resolved_dynamically=r.integer("calls_resolved_dynamically", 0) or 0,
-                   hybrid_rejected=r.mapping("hybrid_rejected") or None)
+                   hybrid_rejected=r.mapping("hybrid_rejected") or None,
+                   confinement=r.optional_text("confinement"))
 
 
 @dataclass

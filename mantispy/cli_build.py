@@ -168,6 +168,8 @@ def print_validation(record: BuildRecord) -> None:
     elif not ev.features:
         console.print("evaluator: none (no model uses a program feature, and no evaluator was measured that could check "
                       "the input: any input gets the models' estimate, even one the program rejects)")
+    if ev.confinement:
+        console.print(f"confinement: {ev.confinement}")
     if ev.input_check:
         console.print(f"input check: no model uses a program feature; the package runs the evaluator of {ev.input_check} "
                       "only to check that the program accepts each input")

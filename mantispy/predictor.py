@@ -51,7 +51,7 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
              record: BuildRecord, out: Path) -> None:
     """Emit the combined evaluator, run it on the held-out inputs, and fill ``record`` with the
     validation of every metric (model vs actual vs black box), the evaluator's cost and its fidelity."""
-    from mantispy.slicer.evaluators import EvaluatorError, run_evaluator
+    from mantispy.slicer.evaluators import EvaluatorError, evaluator_confinement, run_evaluator
     from mantispy.slicer.warm_client import WarmError, WarmEvaluator
 
     log = builder.log
@@ -161,6 +161,8 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         slicing="hybrid" if getattr(session, "observed_calls", None) is not None else "static",
         calls_resolved_dynamically=len(getattr(session.sdg, "observed_sites", {}) or {}),
     )
+    if selected:
+        record.evaluator.confinement = evaluator_confinement(evaluator_dir)
     if (mismatches or failures) and getattr(session, "observed_calls", None) is not None:
         # Hybrid slices are trusted only once validated on held-out inputs: this one was not.
         from mantispy.slicer.evaluators import SliceSession
@@ -293,6 +295,9 @@ def package_readme(record: BuildRecord) -> str:
         "",
         *([f"No model uses a program feature: the evaluator computes `{ev.input_check}` only to check that the "
            "program accepts each input (an input it rejects raises `InputRejected`).", ""] if ev.input_check else []),
+        *([f"Confinement: {ev.confinement} (on the build machine; `python evaluator/evaluate.py "
+           "--mantis-confinement` says it for the machine you run on; `MANTISPY_CONFINE=require` makes an "
+           "evaluation fail rather than run unconfined).", ""] if ev.confinement else []),
         *(["No evaluator: no model uses a program feature and none was measured that could check the input, so any "
            "input gets the models' estimate, even one the program would reject.", ""]
           if not ev.features else []),

@@ -198,6 +198,20 @@ def run_evaluator(out_dir: Path, args: list[str], cwd: Path, timeout: float = 60
     return {k: float(v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}, seconds
 
 
+def evaluator_confinement(out_dir: Path) -> str:
+    """One line: what confines an evaluation of the emitted evaluator in ``out_dir`` on this machine
+    (``evaluate.py --mantis-confinement``; see :mod:`mantispy.slicer.confine`)."""
+    script = str(Path(out_dir).resolve() / kit.ENTRY_FILE)
+    try:
+        proc = run_watched([sys.executable, script, "--mantis-confinement"], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "unknown (the evaluator did not answer within 60 s)"
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or len(lines) < 2:
+        return "unknown (" + ((proc.stderr.strip().splitlines() or ["no answer"])[-1])[:200] + ")"
+    return lines[-1]
+
+
 def _invocation(entry: str, args: list[str]) -> list[str]:
     """How the instrumented program runs one input: a script or ``-m`` module with ``args``; a
     ``module:function`` entry through :mod:`mantispy.runtime.entry` with ``args`` = [its keyword arguments

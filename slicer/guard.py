@@ -29,7 +29,8 @@ with everything in it when the evaluation ends. A program that builds an index i
 changes: a path counts as inside only if its real path (symbolic links resolved, ``dir_fd`` followed) is.
 
 Not covered (documented limits): ``io.FileIO`` and ``_io`` used directly, ``os.write`` on descriptors the
-process already holds, C extensions that write on their own.
+process already holds, C extensions that write on their own. Evaluations run from the command line are
+also confined by the kernel (:mod:`mantispy.slicer.confine`), which covers what this guard cannot see.
 """
 
 from __future__ import annotations

@@ -71,7 +71,12 @@ class WarmEvaluator:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
+        try:  # the server's unconfined parent ends the confined server and removes its private folder
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=5)
+        except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+            pass
+        try:  # and whatever is left of its session
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass

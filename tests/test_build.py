@@ -81,7 +81,7 @@ def test_the_cost_loop_rejects_costly_features_and_keeps_only_cheap_ones(built):
 
 
 def test_validation_reports_errors_baseline_cost_and_fidelity(built):
-    _, _, record, _, _ = built
+    _, out, record, _, _ = built
     for data in record["metrics"].values():
         validation = data["validation"]
         assert validation["n"] == 12 and len(validation["points"]) == 12
@@ -94,6 +94,8 @@ def test_validation_reports_errors_baseline_cost_and_fidelity(built):
     assert evaluator["fidelity"]["agreed"] == 12 * len(evaluator["features"])
     assert len(evaluator["cost"]) == 12 and evaluator["median_fraction"] > 0
     assert evaluator["warm_startup_s"] > 0 and evaluator["cold_median_s"] > 0
+    assert evaluator["confinement"].startswith("evaluators ")  # what confines a prediction (issue 19, item 6)
+    assert "Confinement: evaluators " in (out / "README.md").read_text()
     wall = record["metrics"]["wall_s"]["validation"]
     assert wall["median_rel_error"] < 0.5  # size and queries explain the run time
 

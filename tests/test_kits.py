@@ -135,7 +135,7 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("copied", [*kit.COPIED.values(), *package_kit.COPIED.values()], ids=lambda p: p.name)
 def test_copied_modules_import_only_the_standard_library_and_their_kit(copied):
-    kit_names = {"_mantis_build", "_mantis_values", "_mantis_eval", "_mantis_guard", "."}
+    kit_names = {"_mantis_build", "_mantis_values", "_mantis_eval", "_mantis_guard", "_mantis_confine", "."}
     outside = {name for name in _imports(copied) - kit_names if name not in sys.stdlib_module_names}
     assert not outside, f"{copied} imports {outside}"
 

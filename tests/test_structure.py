@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE_DIR: dict[str, str] = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-dir"]
-KIT_NAMES = {"_mantis_build", "_mantis_values", "_mantis_eval", "_mantis_guard"}  # an evaluator's own modules
+KIT_NAMES = {"_mantis_build", "_mantis_values", "_mantis_eval", "_mantis_guard", "_mantis_confine"}  # an evaluator's own modules
 # Copied into a predictor package as its __init__.py: its relative imports name the package's own files there.
 COPIED_AS_PACKAGE = {"mantispy.package_kit.package"}
 

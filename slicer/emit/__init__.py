@@ -7,7 +7,7 @@
 * the evaluator kit (:mod:`mantispy.slicer.kit`): ``evaluate.py`` (``evaluate(argv=None, **kwargs)``
   runs the sliced program's entry and returns the feature's value; ``python evaluate.py ARGS...`` prints
   it), ``_mantis_eval.py`` (the counters and value records), ``_mantis_values.py`` (the run-time's value
-  rules), ``_mantis_guard.py`` (the write guard) and ``_mantis_build.py`` (the slice's constants).
+  rules), ``_mantis_guard.py`` (the write guard), ``_mantis_confine.py`` (kernel confinement) and ``_mantis_build.py`` (the slice's constants).
   Nothing in ``out_dir`` imports mantispy.
 
 The package's modules, in pipeline order: :mod:`.source` (a file parsed once, both coordinate systems),

@@ -9,6 +9,8 @@ An evaluator folder (see :mod:`mantispy.slicer.emit`) holds the sliced program p
 * ``_mantis_values.py``: :mod:`mantispy.runtime.values`, copied verbatim (which values are recorded, as
   what number, and how versions are averaged: the run-time's own rules);
 * ``_mantis_guard.py``: :mod:`mantispy.slicer.guard`, copied verbatim (the write guard);
+* ``_mantis_confine.py``: :mod:`mantispy.slicer.confine`, copied verbatim (kernel confinement of the
+  evaluation: Landlock and seccomp);
 * ``_mantis_build.py``: the one generated file, the build's constants (:class:`BuildConstants`).
 
 The copied modules import only the standard library and each other by those names, never mantispy.
@@ -20,12 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mantispy.runtime import values as _values
+from mantispy.slicer import confine as _confine
 from mantispy.slicer import guard as _guard
 
 _HERE = Path(__file__).resolve().parent
 
 EVAL_MODULE = "_mantis_eval"
 GUARD_MODULE = "_mantis_guard"
+CONFINE_MODULE = "_mantis_confine"
 VALUES_MODULE = "_mantis_values"
 BUILD_MODULE = "_mantis_build"
 ENTRY_FILE = "evaluate.py"
@@ -36,6 +40,7 @@ COPIED: dict[str, Path] = {
     f"{EVAL_MODULE}.py": _HERE / "counters.py",
     f"{VALUES_MODULE}.py": Path(_values.__file__),
     f"{GUARD_MODULE}.py": Path(_guard.__file__),
+    f"{CONFINE_MODULE}.py": Path(_confine.__file__),
     ENTRY_FILE: _HERE / "evaluate.py",
 }
 """Evaluator file name -> the module copied there (counters and evaluate import ``_mantis_build``, so

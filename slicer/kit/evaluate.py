@@ -8,13 +8,18 @@ as ``evaluate.py``; its features and entry are in ``_mantis_build.py`` beside it
                                         one stderr line "mantispy-evaluator-error: TYPE: MESSAGE", exit 3
     python evaluate.py --mantis-json-kwargs '{"kw": 1}'   the same for a module:function entry
     python evaluate.py --mantis-serve   a warm server on stdin/stdout (see serve)
+    python evaluate.py --mantis-confinement   what confines an evaluation on this machine (JSON, then a line)
     evaluate(["ARG", ...]) / evaluate(kw=1)   from Python, with this folder on sys.path: the first feature
     evaluate_all(["ARG", ...])          every feature, as {feature id: value}
 
 Only the statements the feature depends on run. The sliced program's stdout and stderr go to os.devnull,
 and a write guard (_mantis_guard) makes any attempt to write files (outside the evaluation's own scratch
 folder, its temporary folder, removed when it ends), start processes or open network connections fail
-with PermissionError. Standard library only; mantispy is not imported.
+with PermissionError. From the command line (and so in every prediction and every check mantispy runs),
+the evaluation also runs in a child process the kernel confines (_mantis_confine: Landlock keeps writes
+inside a private folder, seccomp refuses sockets and new processes; MANTISPY_CONFINE=auto|require|off);
+evaluate() and evaluate_all() called from Python run in the caller's process, under the guard only.
+Standard library only (and ctypes); mantispy is not imported.
 """
 
 import os
@@ -109,6 +114,7 @@ def serve(requests=None, replies=None):
     fork = os.fork  # the guard refuses os.fork to the sliced program, not to this server
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
+    import _mantis_confine
     import _mantis_eval
     import _mantis_guard
 
@@ -158,11 +164,14 @@ def serve(requests=None, replies=None):
             replies.flush()
             continue
         read, write = os.pipe()
+        server = os.getpid()
         pid = fork()
         if pid == 0:  # the child: evaluate, reply through the pipe, leave without cleanup
             os.close(read)
             try:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                _mantis_confine.die_with(server)
+                _mantis_confine.forbid_processes()
                 if request.get("cwd"):
                     os.chdir(request["cwd"])
                 _mantis_guard.fresh_scratch()
@@ -306,24 +315,70 @@ def _run_script(path):
 
 
 def main():
-    """Command line: print the value(s) for the input in sys.argv[1:] (see the module docstring)."""
+    """Command line: print the value(s) for the input in sys.argv[1:] (see the module docstring). Every
+    evaluation runs in a child the kernel confines (_mantis_confine: Landlock and seccomp where the
+    platform offers them; MANTISPY_CONFINE=auto|require|off)."""
     args = sys.argv[1:]
-    if args == ["--mantis-serve"]:
-        serve()
+    import _mantis_confine
+
+    if args == ["--mantis-confinement"]:
+        import json
+
+        report = _mantis_confine.probe()
+        print(json.dumps(report))
+        print(_mantis_confine.describe(report))
         return
+    if args == ["--mantis-serve"]:
+        sys.exit(_mantis_confine.run_confined(_serve_status, _serve_error))
+    if args[:1] in (["--mantis-json"], ["--mantis-json-kwargs"]):
+        sys.exit(_mantis_confine.run_confined(lambda: _print_json(args), _json_error))
+    sys.exit(_mantis_confine.run_confined(lambda: _print_values(args), _plain_error))
+
+
+def _serve_status():
+    serve()
+    return 0
+
+
+def _serve_error(exc):
     import json
 
-    if args[:1] in (["--mantis-json"], ["--mantis-json-kwargs"]):
-        try:
-            if args[0] == "--mantis-json-kwargs":
-                values = evaluate_all(**json.loads(args[1] if len(args) > 1 else "{}"))
-            else:
-                values = evaluate_all(args[1:])
-        except BaseException as exc:
-            sys.stderr.write(f"{ERROR_PREFIX}{type(exc).__name__}: {exc}\n")
-            sys.exit(3)
-        print(json.dumps(values))
-        return
+    sys.stdout.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
+    return 3
+
+
+def _json_error(exc):
+    sys.stderr.write(f"{ERROR_PREFIX}{type(exc).__name__}: {exc}\n")
+    return 3
+
+
+def _plain_error(exc):
+    sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+    return 1
+
+
+def _print_json(args):
+    """``--mantis-json ARGS`` / ``--mantis-json-kwargs JSON``: every feature as one JSON object."""
+    import json
+
+    import _mantis_confine
+
+    _mantis_confine.forbid_processes()
+    if args[0] == "--mantis-json-kwargs":
+        values = evaluate_all(**json.loads(args[1] if len(args) > 1 else "{}"))
+    else:
+        values = evaluate_all(args[1:])
+    print(json.dumps(values))
+    return 0
+
+
+def _print_values(args):
+    """Plain command line: one feature's value, or a JSON object of several."""
+    import json
+
+    import _mantis_confine
+
+    _mantis_confine.forbid_processes()
     kwargs = {}
     if ":" in ENTRY and not ENTRY.strip().startswith("-m ") and len(args) == 1 and args[0].lstrip().startswith("{"):
         kwargs, args = json.loads(args[0]), []
@@ -333,6 +388,7 @@ def main():
         print(int(value) if value.is_integer() else repr(value))
     else:
         print(json.dumps(values))
+    return 0
 
 
 if __name__ == "__main__":
