@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from mantispy.cli_build import register as _register_product_verbs
+from mantispy.cli_sampling import register as _register_sampling_verbs
 from mantispy.core.version import VERSION as __version__
 from mantispy.core.watchdog import WATCHDOG
 from mantispy.errors import DEBUG_ENV, EXIT_FAILED, FailureError, UserError
@@ -65,6 +66,7 @@ SECTIONS = (
     ("The pipeline step by step", ("instrument", "run", "features", "profile", "runs", "export", "coverage", "fit",
                                    "show")),
     ("Program analysis", ("callgraph", "cfg", "pdg", "slice", "fidelity")),
+    ("Where and when the cost goes", ("record", "recordings", "flame", "series")),
 )
 """The verbs as ``mantispy --help`` lists them: in pipeline order, grouped."""
 
@@ -943,6 +945,7 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
 
 
 _register_product_verbs(cli)
+_register_sampling_verbs(cli)
 
 
 def main() -> None:
@@ -986,10 +989,12 @@ def _bad_input_errors() -> tuple[type[Exception], ...]:
     from mantispy.instrument.manifest import ManifestError
     from mantispy.modeling.artefact import ModelFileError
     from mantispy.outputs import OutputError
+    from mantispy.sampling.store import RecordingError
     from mantispy.slicer.observations import ObservationsError
     from mantispy.store import StoreError
 
-    return (BuildRecordError, SpecError, ManifestError, ModelFileError, OutputError, ObservationsError, StoreError)
+    return (BuildRecordError, SpecError, ManifestError, ModelFileError, OutputError, ObservationsError, StoreError,
+            RecordingError)
 
 
 def _internal(exc: BaseException) -> str:

@@ -1,0 +1,258 @@
+"""The built-in stack sampler: what every thread of a Python process is running, many times a second.
+
+Standard library only. A daemon thread wakes ``rate`` times a second, reads every other thread's
+current frame (``sys._current_frames``) and records one *sample* per thread: the wall-clock timestamp,
+the process and thread ids, the stack (interned: each distinct stack is written once, as its frames from
+the outermost) and a weight in seconds.
+
+* ``cpu`` mode (the default): a thread's weight is the CPU time it used since its previous sample, read
+  from its own CPU clock (``pthread_getcpuclockid``); a thread that used none (waiting, sleeping) gives
+  no sample. The flame graph is where CPU time went.
+* ``wall`` mode: every thread gives a sample each tick, weighted by the time since the previous tick.
+
+No signal, timer or trace hook is used, so a program with its own ``SIGPROF``/``ITIMER_PROF`` handler, a
+profiler (``sys.setprofile``, ``sys.settrace``, ``sys.monitoring``) or coverage runs exactly as without
+the sampler; :func:`collisions` says which of them the program installed (they are recorded with the
+run, and need no fallback). The thread takes the GIL to read the frames, so a thread inside one long C
+call is seen when the call returns, with its CPU time up to then.
+
+Samples go to ``<dir>/samples-<pid>.jsonl``, one JSON line per batch (every ``flush_s`` and at exit):
+``{"pid", "command", "stacks": {id: [frame, ...]}, "samples": [[t, tid, stack_id, weight], ...]}``,
+frames as ``"qualname\\tfile\\tline"`` (the function's first line). A forked child (multiprocessing's
+fork) starts its own sampler and file; spawned Python processes start one through the bootstrap
+(:mod:`mantispy.runtime.sample_boot`) when ``MANTIS_SAMPLE_DIR`` is set in their environment.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+
+ENV_DIR = "MANTIS_SAMPLE_DIR"
+ENV_RATE = "MANTIS_SAMPLE_RATE"
+ENV_MODE = "MANTIS_SAMPLE_MODE"
+MODES = ("cpu", "wall")
+MIN_RATE, MAX_RATE = 1.0, 1000.0
+FLUSH_S = 0.5
+
+
+class Sampler:
+    """One process's sampler thread (see the module docstring)."""
+
+    def __init__(self, directory: str, rate: float = 100.0, mode: str = "cpu", flush_s: float = FLUSH_S) -> None:
+        self.directory = directory
+        self.rate = min(max(float(rate), MIN_RATE), MAX_RATE)
+        self.mode = mode if mode in MODES else "cpu"
+        self.flush_s = flush_s
+        self.pid = os.getpid()
+        self._stacks: dict[tuple, int] = {}
+        self._new_stacks: dict[int, list[str]] = {}
+        self._samples: list[list] = []
+        self._cpu: dict[int, int] = {}
+        self._clocks: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._path = os.path.join(directory, f"samples-{self.pid}.jsonl")
+
+    def start(self) -> None:
+        """Start sampling in a daemon thread."""
+        self._thread = threading.Thread(target=self._run, name="mantispy-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling and write what is left (called at exit)."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread() and thread.is_alive():
+            thread.join(timeout=2)
+        self.flush()
+
+    def _run(self) -> None:
+        period = 1.0 / self.rate
+        me = threading.get_ident()
+        last_flush = last = time.monotonic()
+        next_tick = last + period
+        while not self._stop.is_set():
+            delay = next_tick - time.monotonic()
+            if delay > 0 and self._stop.wait(delay):
+                break
+            now = time.monotonic()
+            next_tick += period
+            if next_tick < now:  # fell behind (a long C call held the GIL): do not burst to catch up
+                next_tick = now + period
+            self.sample(me, now - last)
+            last = now
+            if now - last_flush >= self.flush_s:
+                self.flush()
+                last_flush = now
+
+    def sample(self, me: int, elapsed: float) -> None:
+        """Record one sample of every thread but ``me`` (``elapsed``: wall seconds since the last tick)."""
+        stamp = time.time()
+        frames = sys._current_frames()
+        rows = []
+        for tid, frame in frames.items():
+            if tid == me:
+                continue
+            if self.mode == "cpu":
+                weight = self._cpu_delta(tid)
+                if weight <= 0:
+                    continue
+            else:
+                weight = elapsed
+            rows.append([stamp, tid, self._stack_id(frame), weight])
+        del frames
+        if rows:
+            with self._lock:
+                self._samples.extend(rows)
+
+    def _cpu_delta(self, tid: int) -> float:
+        clock = self._clocks.get(tid)
+        try:
+            if clock is None:
+                clock = self._clocks[tid] = time.pthread_getcpuclockid(tid)
+            used = time.clock_gettime_ns(clock)
+        except (OSError, OverflowError, AttributeError):  # the thread ended, or no per-thread clocks here
+            self._clocks.pop(tid, None)
+            return 0.0
+        previous = self._cpu.get(tid)
+        self._cpu[tid] = used
+        return (used - previous) / 1e9 if previous is not None else used / 1e9
+
+    def _stack_id(self, frame) -> int:
+        codes = []
+        while frame is not None:
+            codes.append(frame.f_code)
+            frame = frame.f_back
+        key = tuple(codes)
+        found = self._stacks.get(key)
+        if found is None:
+            found = self._stacks[key] = len(self._stacks)
+            self._new_stacks[found] = [_frame_name(code) for code in reversed(codes)]
+        return found
+
+    def flush(self) -> None:
+        """Append the samples and new stacks gathered since the last flush as one JSON line."""
+        with self._lock:
+            samples, self._samples = self._samples, []
+            stacks, self._new_stacks = self._new_stacks, {}
+        if not samples and not stacks:
+            return
+        import json
+
+        line = json.dumps({"pid": self.pid, "command": _command(), "mode": self.mode, "rate": self.rate,
+                           "stacks": stacks, "samples": samples}, separators=(",", ":"))
+        try:
+            with open(self._path, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError:  # the recording's folder is gone: the recorder ended
+            pass
+
+
+def _frame_name(code) -> str:
+    name = getattr(code, "co_qualname", code.co_name)
+    return f"{name}\t{code.co_filename}\t{code.co_firstlineno}"
+
+
+def _command() -> str:
+    return " ".join(sys.argv)[:300] if getattr(sys, "argv", None) else sys.executable
+
+
+def collisions() -> list[str]:
+    """What the program installed that a signal- or hook-based sampler would collide with."""
+    found = []
+    try:
+        import signal
+
+        if hasattr(signal, "SIGPROF") and signal.getsignal(signal.SIGPROF) not in (signal.SIG_DFL, None):
+            found.append("a SIGPROF handler")
+        if hasattr(signal, "getitimer") and signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
+            found.append("an ITIMER_PROF timer")
+    except (ValueError, OSError):
+        pass
+    if sys.getprofile() is not None:
+        found.append("a profile hook (sys.setprofile)")
+    if sys.gettrace() is not None:
+        found.append("a trace hook (sys.settrace)")
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        for tool in range(6):
+            if monitoring.get_tool(tool):
+                found.append(f"sys.monitoring tool {tool} ({monitoring.get_tool(tool)})")
+    return found
+
+
+_ACTIVE: list[Sampler] = []
+
+
+def start_from_environment() -> Sampler | None:
+    """Start this process's sampler when ``MANTIS_SAMPLE_DIR`` names a folder (the bootstrap calls it)."""
+    directory = os.environ.get(ENV_DIR)
+    if not directory or not os.path.isdir(directory) or _ACTIVE:
+        return None
+    try:
+        rate = float(os.environ.get(ENV_RATE, "100"))
+    except ValueError:
+        rate = 100.0
+    sampler = Sampler(directory, rate, os.environ.get(ENV_MODE, "cpu"))
+    sampler.start()
+    _ACTIVE.append(sampler)
+    atexit.register(_stop_all)
+    os.register_at_fork(after_in_child=_restart_in_child)
+    return sampler
+
+
+def _stop_all() -> None:
+    for sampler in _ACTIVE:
+        sampler.stop()
+        _write_collisions(sampler)
+
+
+def _write_collisions(sampler: Sampler) -> None:
+    found = collisions()
+    if not found:
+        return
+    import json
+
+    try:
+        with open(os.path.join(sampler.directory, f"collisions-{sampler.pid}.json"), "w", encoding="utf-8") as handle:
+            json.dump(found, handle)
+    except OSError:
+        pass
+
+
+def _restart_in_child() -> None:
+    """After fork: the parent's sampler thread did not come along; start this process's own. A
+    multiprocessing child leaves through ``os._exit`` after running its ``Finalize`` registry (which
+    ``Process._bootstrap`` clears and refills through the after-forkers), so the last batch is written
+    from there."""
+    if not _ACTIVE:
+        return
+    parent = _ACTIVE.pop()
+    sampler = Sampler(parent.directory, parent.rate, parent.mode, parent.flush_s)
+    sampler.start()
+    _ACTIVE.append(sampler)
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        try:
+            mp_util.register_after_fork(_TOKEN, _finalize_in_child)
+            _finalize_in_child(_TOKEN)
+        except Exception:  # noqa: BLE001 - sampling must never break the program
+            pass
+
+
+class _Token:
+    """A weakly referable key for multiprocessing's registries."""
+
+
+_TOKEN = _Token()
+
+
+def _finalize_in_child(token: _Token) -> None:
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        mp_util.Finalize(token, _stop_all, exitpriority=-50)

@@ -1,0 +1,277 @@
+"""Stack sampling, resource time series and flame graphs (issue 20): mantispy record, flame, series."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from mantispy.sampling import flame as flames
+from mantispy.sampling.recorder import RecordOptions, record
+from mantispy.sampling.store import RecordingError, RecordingStore
+from mantispy.sampling.types import WHOLE, Window
+
+PROGRAMS = Path(__file__).parent / "programs" / "sampled"
+CLI = [sys.executable, "-m", "mantispy"]
+
+
+def _record(tmp_path: Path, *invocation: str, **options):
+    store = tmp_path / "rec.db"
+    result = record(RecordOptions(list(invocation), store=store, cwd=PROGRAMS, **options))
+    return store, result
+
+
+def _shares(store: Path, recording_id: int, names=("a", "b", "c"), window: Window = WHOLE) -> dict[str, float]:
+    with RecordingStore(store, create=False) as db:
+        tree = flames.flame_tree(db, db.recording(recording_id), window)
+    totals = dict.fromkeys(names, 0.0)
+
+    def walk(node):
+        for child in node.children.values():
+            if child.frame is not None and child.frame.name in totals:
+                totals[child.frame.name] += child.total
+            else:
+                walk(child)
+
+    walk(tree.root)
+    return {name: value / tree.total for name, value in totals.items()} if tree.total else totals
+
+
+def test_cpu_time_is_attributed_within_two_points(tmp_path):
+    store, result = _record(tmp_path, "shares.py", "2", interval=0.2)
+    assert result.recording.status == "complete" and result.recording.returncode == 0
+    shares = _shares(store, result.recording.id)
+    for name, expected in (("a", 0.6), ("b", 0.3), ("c", 0.1)):
+        assert abs(shares[name] - expected) <= 0.02, shares
+    assert result.points > 0
+
+
+def test_wall_mode_sees_a_waiting_thread(tmp_path):
+    store, result = _record(tmp_path, "family.py", mode="wall", rate=50)
+    with RecordingStore(store, create=False) as db:
+        rec = db.recording(result.recording.id)
+        frames = db.frames(rec.id)
+        names = {f.name for s in db.samples(rec) for f in frames[s.stack]}
+    assert "Thread.join" in names or "Popen.wait" in names or "Process.join" in names  # waiting, not computing
+
+
+def test_every_process_and_thread_of_the_family_is_sampled(tmp_path):
+    store, result = _record(tmp_path, "family.py")
+    assert result.recording.returncode == 0
+    with RecordingStore(store, create=False) as db:
+        rec = db.recording(result.recording.id)
+        frames = db.frames(rec.id)
+        where: dict[str, set[int]] = {}
+        for s in db.samples(rec):
+            for f in frames[s.stack]:
+                where.setdefault(f.name, set()).add(s.pid)
+        tids = {s.tid for s in db.samples(rec) if any(f.name == "in_thread" for f in frames[s.stack])}
+    for name in ("in_thread", "in_fork_child", "in_spawn_child", "main"):
+        assert name in where, (name, sorted(where))
+    pids = set().union(*(where[n] for n in ("in_fork_child", "in_spawn_child", "main")))
+    assert len(pids) >= 4  # the program, the fork child, the spawn child, the subprocess
+    assert len(tids) == 1 and result.processes >= 4
+
+
+def test_the_program_runs_as_it_would_unrecorded(tmp_path):
+    """Output, exit status and the program's own SIGPROF timer are untouched; the collision is noted."""
+    plain = subprocess.run([sys.executable, "own_profiler.py"], cwd=PROGRAMS, capture_output=True, text=True)
+    recorded = subprocess.run([*CLI, "record", "--store", str(tmp_path / "rec.db"), "--", "own_profiler.py"],
+                              cwd=PROGRAMS, capture_output=True, text=True)
+    assert (recorded.returncode, recorded.stdout) == (plain.returncode, plain.stdout) == (3, "ticked True\n")
+    assert "installed a SIGPROF handler, an ITIMER_PROF timer" not in recorded.stderr  # the timer was stopped
+    assert "installed a SIGPROF handler" in recorded.stderr and "did not collide" in recorded.stderr
+    assert "Traceback" not in recorded.stderr
+
+
+def test_a_program_that_crashes_or_exits_at_once_is_recorded_as_what_it_did(tmp_path):
+    crash = tmp_path / "crash.py"
+    crash.write_text("raise SystemExit('boom')\n", encoding="utf-8")
+    proc = subprocess.run([*CLI, "record", "--store", str(tmp_path / "rec.db"), "--", str(crash)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "boom" in proc.stderr and "Traceback" not in proc.stderr.split("boom")[1]
+    assert "recording 1 complete: 0 samples" in proc.stderr and "no sample" in proc.stderr
+    shown = subprocess.run([*CLI, "flame", "1", "--store", str(tmp_path / "rec.db")], capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout == "" and "no sample in recording 1" in shown.stderr
+
+
+def test_formats_are_well_formed_and_agree(tmp_path):
+    store, result = _record(tmp_path, "shares.py", "1", interval=0.2)
+    rid = str(result.recording.id)
+    base = [*CLI, "--debug"]
+
+    def run(*args):
+        proc = subprocess.run([*base, *args, "--store", str(store)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    folded = run("flame", rid)
+    total_us = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines())
+    assert all(";" in line or line.startswith("<module>") for line in folded.splitlines())
+    speed = json.loads(run("flame", rid, "--format", "speedscope"))
+    assert speed["$schema"].endswith("file-format-schema.json")
+    frames = speed["shared"]["frames"]
+    weights = 0.0
+    for profile in speed["profiles"]:
+        assert profile["type"] == "sampled" and profile["unit"] == "seconds"
+        assert len(profile["samples"]) == len(profile["weights"])
+        assert all(0 <= i < len(frames) for stack in profile["samples"] for i in stack)
+        weights += sum(profile["weights"])
+    assert abs(weights * 1e6 - total_us) < 1e3  # the same seconds in both formats
+    svg = ET.fromstring(run("flame", rid, "--format", "svg"))
+    assert svg.tag.endswith("svg") and any("a (shares.py" in (t.text or "") for t in svg.iter("{http://www.w3.org/2000/svg}title"))
+    rows = list(csv.DictReader(io.StringIO(run("series", rid))))
+    assert {"proc.cpu.user_s", "proc.rss_bytes", "proc.threads"} <= {r["metric"] for r in rows}
+    assert all(float(r["t_s"]) >= -0.5 for r in rows)
+    tsdb = run("series", rid, "--metric", "proc.rss_bytes", "--format", "opentsdb").splitlines()
+    assert tsdb and all(line.startswith("put proc.rss_bytes ") and " pid=" in line and " run=" in line for line in tsdb)
+    prom = run("series", rid, "--metric", "proc.rss_bytes", "--format", "prometheus").splitlines()
+    assert prom[0] == "# TYPE mantispy_proc_rss_bytes gauge" and prom[1].startswith("mantispy_proc_rss_bytes{")
+    doc = json.loads(run("series", rid, "--format", "json"))
+    assert doc["recording"]["id"] == result.recording.id and doc["points"]
+
+
+def test_windows_and_differential_flame_graphs(tmp_path):
+    store, result = _record(tmp_path, "shares.py", "1", "2")  # a: 0-1.2 s, b: 1.2-1.8 s, c: 1.8-2.0 s
+    rid = result.recording.id
+    early = _shares(store, rid, window=Window(0.1, 1.0))
+    late = _shares(store, rid, window=Window(1.3, 1.7))
+    assert early["a"] > 0.95 and late["b"] > 0.95
+    with RecordingStore(store, create=False) as db:
+        rec = db.recording(rid)
+        tree = flames.diff_tree(db, rec, Window(1.3, 1.7), db, rec, Window(0.1, 1.0))
+    proc = subprocess.run([*CLI, "flame", str(rid), "--store", str(store), "--from", "1.3", "--to", "1.7",
+                           "--diff", "same", "--diff-from", "0.1", "--diff-to", "1.0"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.rsplit(" ", 2)[0].split(";")[-1]: line.rsplit(" ", 2)[1:] for line in proc.stdout.splitlines()}
+    grown = [label for label, (old, new) in lines.items() if int(new) > int(old)]
+    assert any(label.startswith("spin") for label in grown) or tree.root.total > 0
+
+
+def test_bad_queries_are_one_line(tmp_path):
+    store, result = _record(tmp_path, "shares.py", "1", "0.2")
+    cases = [
+        (["flame", "7"], "no recording 7"),
+        (["flame", "abc"], "a recording is named by its number or 'last'"),
+        (["flame", "1", "--from", "50"], "choose a window inside it"),
+        (["flame", "1", "--from", "2", "--to", "1"], "0 <= FROM < TO"),
+        (["series", "1", "--metric", "nope"], "has no such series"),
+        (["flame", "1", "--format", "speedscope", "--diff", "same"], "--diff draws folded or svg"),
+    ]
+    for args, said in cases:
+        proc = subprocess.run([*CLI, *args, "--store", str(store)], capture_output=True, text=True)
+        assert proc.returncode == 2 and said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
+    missing = subprocess.run([*CLI, "flame", "1", "--store", str(tmp_path / "none.db")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no such store" in missing.stderr
+    (tmp_path / "junk.db").write_text("not sqlite at all" * 100)
+    junk = subprocess.run([*CLI, "recordings", "--store", str(tmp_path / "junk.db")], capture_output=True, text=True)
+    assert junk.returncode == 2 and "not a mantispy store or corrupt" in junk.stderr
+    bad_rate = subprocess.run([*CLI, "record", "--rate", "5000", "--store", str(store), "--", "shares.py"],
+                              cwd=PROGRAMS, capture_output=True, text=True)
+    assert bad_rate.returncode == 2 and "1 to 1000" in bad_rate.stderr
+    out = tmp_path / "mine.txt"
+    out.write_text("keep me")
+    refused = subprocess.run([*CLI, "flame", "1", "--store", str(store), "-o", str(out)], capture_output=True, text=True)
+    assert refused.returncode == 2 and out.read_text() == "keep me"
+
+
+def test_a_killed_recording_keeps_its_batches_and_is_marked_incomplete(tmp_path):
+    store = tmp_path / "rec.db"
+    proc = subprocess.Popen([*CLI, "record", "--store", str(store), "--", "slow.py", "60"], cwd=PROGRAMS,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    stored = 0
+    while time.monotonic() < deadline and stored < 50:
+        time.sleep(0.3)
+        if store.exists():
+            try:
+                with sqlite3.connect(store) as db:
+                    stored = db.execute("SELECT COUNT(*) FROM rec_samples").fetchone()[0]
+            except sqlite3.Error:
+                stored = 0
+    assert stored >= 50, "no batch was stored while the program ran"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(1)
+    with RecordingStore(store, create=False) as db:
+        rec = db.recording(1)
+        kept = sum(1 for _ in db.samples(rec))
+    assert rec.status == "incomplete" and kept >= stored
+    listed = subprocess.run([*CLI, "recordings", "--store", str(store)], capture_output=True, text=True)
+    assert "incomplete" in listed.stdout
+    leftovers = subprocess.run(["pgrep", "-f", "slow.py 60"], capture_output=True, text=True).stdout.split()
+    deadline = time.monotonic() + 15
+    while leftovers and time.monotonic() < deadline:  # the watchdog ends the program
+        time.sleep(0.5)
+        leftovers = subprocess.run(["pgrep", "-f", "slow.py 60"], capture_output=True, text=True).stdout.split()
+    assert not leftovers
+
+
+def test_store_refuses_what_it_cannot_read(tmp_path):
+    with pytest.raises(RecordingError, match="no such store"):
+        RecordingStore(tmp_path / "missing.db", create=False)
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("CREATE TABLE x (y)").connection.close()
+    with pytest.raises(RecordingError, match="holds no recordings"):
+        RecordingStore(plain, create=False)
+
+
+def _browser() -> str | None:
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _chromium(browser: str, url: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    home = tmp_path / "browser-home"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_CACHE_HOME=str(home / "cache"))
+    command = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+               "--disable-extensions", "--disable-background-networking", "--disable-sync", "--mute-audio",
+               f"--user-data-dir={home / 'profile'}", "--window-size=1200,900", *extra, url]
+    return subprocess.run(command, capture_output=True, text=True, timeout=90, env=env)
+
+
+@pytest.mark.slow
+def test_the_html_view_redraws_the_flame_graph_for_a_brushed_window(tmp_path):
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no chromium on PATH: install Debian's chromium (.ci/run does) to run the browser check")
+    store, result = _record(tmp_path, "shares.py", "1", "2", interval=0.2)
+    page = tmp_path / "view.html"
+    proc = subprocess.run([*CLI, "flame", "last", "--store", str(store), "--format", "html", "-o", str(page)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    doms = {}
+    for name, fragment in (("whole", ""), ("window", "#window=0.1,1.0")):
+        shown = _chromium(browser, page.as_uri() + fragment, tmp_path, "--dump-dom")
+        assert "<html" in shown.stdout, shown.stderr[-2000:]
+        doms[name] = shown.stdout
+    import re
+
+    for dom in doms.values():
+        root = re.search(r"<html\b[^>]*>", dom).group(0)
+        assert 'data-rendered="ok"' in root and "data-script-errors" not in root, root
+
+    def labels(dom):
+        return {label.split(" (")[0] for label in re.findall(r'data-label="([^"]+)"', dom)}
+
+    assert {"a", "b", "c"} <= labels(doms["whole"])
+    assert "a" in labels(doms["window"]) and not {"b", "c"} & labels(doms["window"])  # the brush chose a() only
+    assert 'data-window="0.10-1.00"' in re.search(r"<html\b[^>]*>", doms["window"]).group(0)
+    shot = tmp_path / "view.png"
+    _chromium(browser, page.as_uri() + "#window=0.1,1.0", tmp_path, f"--screenshot={shot}")
+    assert shot.exists() and shot.stat().st_size > 10_000
