@@ -328,9 +328,15 @@ def _pick_campaign(store, name: str | None):
               help="How many inputs --observe-calls re-runs (spread over the campaign's inputs).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or progress lines; only errors and the summary.")
 @click.option("-v", "--verbose", is_flag=True, help="Also one line per finished run: input, variant, status, seconds.")
+@click.option("--sample", is_flag=True, help="Also stack-sample every run and poll its resources, stored as a recording "
+              "of the run (mantispy recordings / flame / series --store STORE); adds the sampler's 1-3 % to the runs.")
+@click.option("--sample-rate", type=click.FloatRange(1, 1000), default=100.0, show_default=True,
+              help="Samples per second with --sample.")
+@click.option("--sample-interval", type=click.FloatRange(0.1, 3600), default=1.0, show_default=True,
+              help="Seconds between resource points with --sample.")
 def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace: bool, cluster: str | None,
             with_coverage: bool, observe_calls: bool = False, observe_inputs: int = 10, quiet: bool = False,
-            verbose: bool = False) -> None:
+            verbose: bool = False, sample: bool = False, sample_rate: float = 100.0, sample_interval: float = 1.0) -> None:
     """Run the instrumented program over a campaign's inputs; store metrics and features per run.
 
     SPEC is a TOML campaign file (see the README). Each run is a fresh subprocess; a crash or timeout is
@@ -371,7 +377,9 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
         try:
             summary = run_profile(spec, store, jobs, resume, replace, cluster,
                                   on_start=lambda n: progress.update(bar, total=n), on_result=on_result,
-                                  log=(lambda _m: None) if quiet else (lambda m: err.print(f"mantispy: {m}")))
+                                  log=(lambda _m: None) if quiet else (lambda m: err.print(f"mantispy: {m}")),
+                                  sample={"rate": sample_rate, "mode": "cpu", "interval": sample_interval}
+                                  if sample else None)
         except StoreError as exc:
             raise UserError(str(exc)) from None
     if with_coverage:

@@ -74,11 +74,13 @@ def _emit(text: str, out: Path | None, force: bool, store_path: Path, what: str)
               help="Seconds between resource points of every process (0.1 to 3600).")
 @click.option("--mode", type=click.Choice(["cpu", "wall"]), default="cpu", show_default=True,
               help="cpu: samples weighted by each thread's CPU time; wall: every thread, every tick.")
+@click.option("--sampler", type=click.Choice(["builtin", "py-spy"]), default="builtin", show_default=True,
+              help="builtin: inside every Python process; py-spy: from outside (ptrace; attaches after start).")
 @click.option("--no-perf", "no_perf", is_flag=True, help="Do not read Linux software perf events.")
 @_store_option
 @click.option("--python", "python", default=None, help="Interpreter to run the program with (default: this one).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def record(rate: float, interval: float, mode: str, no_perf: bool, store_path: Path, python: str | None,
+def record(rate: float, interval: float, mode: str, sampler: str, no_perf: bool, store_path: Path, python: str | None,
            args: tuple[str, ...]) -> None:
     """Run a program and record where its time goes: mantispy record [OPTIONS] -- SCRIPT|-m MODULE ARGS...
 
@@ -93,8 +95,8 @@ def record(rate: float, interval: float, mode: str, no_perf: bool, store_path: P
     invocation = list(args[1:] if args[:1] == ("--",) else args)
     if not invocation:
         raise UserError("no program given: mantispy record [OPTIONS] -- SCRIPT|-m MODULE ARGS...")
-    options = RecordOptions(invocation, store=store_path, rate=rate, interval=interval, mode=mode, perf=not no_perf,
-                            python=python)
+    options = RecordOptions(invocation, store=store_path, rate=rate, interval=interval, mode=mode, sampler=sampler,
+                            perf=not no_perf, python=python)
     try:
         result = run_recording(options, log=lambda m: click.echo(f"mantispy: {m}", err=True))
     except RecordingError as exc:

@@ -48,6 +48,7 @@ class RunTask:
     cwd: str
     timeout: float
     collect_features: bool
+    sampling: dict[str, Any] | None = None  # profile --sample: {"rate", "mode", "interval"}
 
 
 def execute(task: RunTask) -> RunRecord:
@@ -64,6 +65,12 @@ def execute(task: RunTask) -> RunRecord:
             env[FEATURES_ENV] = str(features_file)
             env[PEAK_ENV] = str(peak_file)
         stderr_path = Path(tmp) / "stderr"
+        spool = Path(tmp) / "samples"
+        if task.sampling:
+            from mantispy.sampling.recorder import sampler_env
+
+            spool.mkdir()
+            env.update(sampler_env(env.get("PYTHONPATH"), spool, task.sampling["rate"], task.sampling["mode"]))
         started = time.time()
         before = MachineSnapshot.now()
         timed_out = threading.Event()
@@ -77,6 +84,7 @@ def execute(task: RunTask) -> RunRecord:
                                  started=started, finished=time.time())
 
             WATCHDOG.watch_group(proc.pid)
+            series = _SeriesThread(proc.pid, task) if task.sampling else None
 
             def kill() -> None:
                 timed_out.set()
@@ -96,6 +104,7 @@ def execute(task: RunTask) -> RunRecord:
                 timer.cancel()
                 sampler.stop()
             proc.returncode = os.waitstatus_to_exitcode(status)
+            points = series.stop() if series is not None else []
             _kill_group(proc.pid)  # leftovers the program started in its session
             WATCHDOG.forget_group(proc.pid)
         tail = stderr_path.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace")
@@ -104,6 +113,15 @@ def execute(task: RunTask) -> RunRecord:
                 peak_kb = max(peak_kb, int(json.loads(peak_file.read_text())["vm_hwm_kb"]))
             except (ValueError, KeyError, TypeError):
                 pass
+        sampled = None
+        if task.sampling:
+            from mantispy.sampling.spool import SpoolReader
+
+            reader = SpoolReader(spool)
+            stacks, samples = reader.read()
+            sampled = {**task.sampling, "started": started, "stacks": stacks, "samples": samples,
+                       "points": [(p.metric, p.t, p.value, p.tags) for p in points], "notes": reader.collisions(),
+                       "returncode": proc.returncode}
         features: dict[str, float] = {}
         if task.collect_features and features_file.exists():
             try:
@@ -118,7 +136,35 @@ def execute(task: RunTask) -> RunRecord:
     cpu = usage.ru_utime + usage.ru_stime
     metrics = {"wall_s": wall, "cpu_s": cpu, "max_rss_kb": float(peak_kb), **run_context(before, after, cpu)}
     return RunRecord(task.input_id, task.repeat, task.variant, state, proc.returncode, metrics, features,
-                     stderr_tail=tail, host=socket.gethostname(), started=started, finished=time.time())
+                     stderr_tail=tail, host=socket.gethostname(), started=started, finished=time.time(), sampled=sampled)
+
+
+class _SeriesThread:
+    """Polls a sampled run's resources every ``interval`` seconds while it runs (profile --sample)."""
+
+    def __init__(self, pid: int, task: RunTask) -> None:
+        from mantispy.sampling.resources import ResourcePoller
+
+        assert task.sampling is not None
+        self.poller = ResourcePoller(pid, run=f"{task.input_id}/{task.variant}/{task.repeat}")
+        self.interval = float(task.sampling.get("interval", 1.0))
+        self.points: list = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="mantispy-series", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self.points += self.poller.poll()
+            if self.done.wait(self.interval):
+                return
+
+    def stop(self) -> list:
+        """Stop polling; the points gathered."""
+        self.done.set()
+        self.thread.join(timeout=10)
+        self.poller.close()
+        return self.points
 
 
 def _kill_group(pid: int) -> None:
@@ -358,8 +404,10 @@ def profile(
     on_start: Callable[[int], None] = lambda _n: None,
     on_result: Callable[[RunRecord], None] = lambda _r: None,
     log: Callable[[str], None] = lambda _m: None,
+    sample: dict[str, Any] | None = None,
 ) -> Summary:
-    """Run (or continue) a campaign into ``store``."""
+    """Run (or continue) a campaign into ``store``. ``sample`` ({"rate", "mode", "interval"}) also
+    stack-samples every run and polls its resources, stored as a recording of the run (mantispy flame)."""
     manifest = prepare_build(spec, log)
     campaign = store.open_campaign(spec.name, _spec_identity(spec), manifest.source_hash, manifest.to_dict(),
                                    environment_fingerprint(), replace=replace)
@@ -382,10 +430,22 @@ def profile(
     summary = Summary(spec.name, planned=len(tasks), skipped=len(done))
     on_start(len(tasks) + (0 if spec.calibration_runs == CALIBRATE_ALL else max(spec.calibration_runs, 0)))
 
+    recordings = None
+
     def execute_all(batch: list[RunTask]) -> None:
+        nonlocal recordings
+        for task in batch:
+            task.sampling = sample
         for record in run_tasks(batch, jobs, cluster):
             record.metrics = {k: v for k, v in record.metrics.items() if k in spec.metrics or k in CONTEXT_METRICS}
-            store.add_run(campaign, record)
+            run_id = store.add_run(campaign, record)
+            if record.sampled is not None:
+                from mantispy.sampling.recorder import store_sampled_run
+                from mantispy.sampling.store import RecordingStore
+
+                recordings = recordings or RecordingStore(store.path)
+                command = [record.variant, record.input_id, f"repeat {record.repeat}"]
+                store_sampled_run(recordings, run_id, command, record.sampled)
             summary.executed += 1
             summary.by_status[record.status] = summary.by_status.get(record.status, 0) + 1
             on_result(record)
@@ -402,6 +462,8 @@ def profile(
         summary.planned += len(reruns)
         on_start(len(tasks) + len(calibration) + len(reruns))
         execute_all(reruns)
+    if recordings is not None:
+        recordings.close()
     overhead = calibration_summary(store, campaign)
     if overhead is not None:
         store.set_campaign_json(campaign, "calibration_json", overhead)

@@ -109,6 +109,7 @@ class RunRecord:
     host: str = ""
     started: float = 0.0
     finished: float = 0.0
+    sampled: dict[str, Any] | None = None  # profile --sample: stacks, samples and resource points of the run
 
 
 @dataclass

@@ -10,6 +10,10 @@ the outermost) and a weight in seconds.
   no sample. The flame graph is where CPU time went.
 * ``wall`` mode: every thread gives a sample each tick, weighted by the time since the previous tick.
 
+A thread whose stack changed since the previous tick moved on at some unknown moment inside the
+interval: half the interval's weight goes to the stack it had, half to the stack it has (an unbiased
+split; charging all of it to the new stack would shift a function's last interval to its successor).
+
 No signal, timer or trace hook is used, so a program with its own ``SIGPROF``/``ITIMER_PROF`` handler, a
 profiler (``sys.setprofile``, ``sys.settrace``, ``sys.monitoring``) or coverage runs exactly as without
 the sampler; :func:`collisions` says which of them the program installed (they are recorded with the
@@ -52,6 +56,7 @@ class Sampler:
         self._new_stacks: dict[int, list[str]] = {}
         self._samples: list[list] = []
         self._cpu: dict[int, int] = {}
+        self._previous: dict[int, int] = {}
         self._clocks: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -95,16 +100,24 @@ class Sampler:
         stamp = time.time()
         frames = sys._current_frames()
         rows = []
+        previous = self._previous
         for tid, frame in frames.items():
             if tid == me:
                 continue
+            stack = self._stack_id(frame)
+            before = previous.get(tid)
+            previous[tid] = stack
             if self.mode == "cpu":
                 weight = self._cpu_delta(tid)
                 if weight <= 0:
                     continue
             else:
                 weight = elapsed
-            rows.append([stamp, tid, self._stack_id(frame), weight])
+            if before is None or before == stack:
+                rows.append([stamp, tid, stack, weight])
+            else:  # the thread moved on somewhere inside the interval: half to where it was, half to where it is
+                rows.append([stamp, tid, before, weight / 2])
+                rows.append([stamp, tid, stack, weight / 2])
         del frames
         if rows:
             with self._lock:

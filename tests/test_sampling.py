@@ -275,3 +275,54 @@ def test_the_html_view_redraws_the_flame_graph_for_a_brushed_window(tmp_path):
     shot = tmp_path / "view.png"
     _chromium(browser, page.as_uri() + "#window=0.1,1.0", tmp_path, f"--screenshot={shot}")
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_py_spy_as_the_sampler_keeps_the_program_s_exit_status(tmp_path):
+    import shutil
+
+    if not (shutil.which("py-spy") or Path(sys.executable).with_name("py-spy").exists()):
+        pytest.skip("py-spy is not installed (pip install py-spy; the test extra installs it)")
+    store = tmp_path / "spy.db"
+    proc = subprocess.run([*CLI, "record", "--sampler", "py-spy", "--store", str(store), "--", "shares.py", "1"],
+                          cwd=PROGRAMS, capture_output=True, text=True)
+    if proc.returncode == 2 and "ptrace refused" in proc.stderr:
+        pytest.skip("this machine refuses ptrace to py-spy: " + proc.stderr.strip())
+    assert proc.returncode == 0 and proc.stdout == "done 1\n", proc.stderr
+    with RecordingStore(store, create=False) as db:
+        assert db.recording(1).sampler == "py-spy"
+    shares = _shares(store, 1)
+    for name, expected in (("a", 0.6), ("b", 0.3), ("c", 0.1)):  # py-spy's own resolution: whole samples
+        assert abs(shares[name] - expected) <= 0.06, shares
+    crash = tmp_path / "three.py"
+    crash.write_text("import time, sys\ntime.sleep(0.3)\nsys.exit(3)\n", encoding="utf-8")
+    three = subprocess.run([*CLI, "record", "--sampler", "py-spy", "--store", str(store), "--", str(crash)],
+                           capture_output=True, text=True)
+    assert three.returncode == 3, three.stderr
+
+
+def test_profile_sample_stores_a_recording_of_every_run(tmp_path):
+    import shutil
+
+    shutil.copytree(Path(__file__).parent / "programs" / "batchjob", tmp_path / "batchjob")
+    spec = tmp_path / "batchjob" / "campaign.toml"
+    spec.write_text(spec.read_text().replace("count = 24", "count = 3"), encoding="utf-8")
+    store = tmp_path / "runs.db"
+    proc = subprocess.run([*CLI, "profile", str(spec), "--store", str(store), "--sample", "-q"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(store) as db:
+        runs = {row[0] for row in db.execute("SELECT id FROM runs")}
+    with RecordingStore(store, create=False) as recordings:
+        rows = recordings.recordings()
+        assert {r.run_id for r in rows} == runs and all(r.status == "complete" for r in rows)
+        sampled = [r for r in rows if recordings.counts(r.id)[0] > 0]
+        assert sampled, "no run was sampled"
+        tree = flames.flame_tree(recordings, sampled[0])
+        names = set()
+        stack = [tree.root]
+        while stack:
+            node = stack.pop()
+            names.add(node.frame.file.rsplit("/", 1)[-1] if node.frame else "")
+            stack.extend(node.children.values())
+        assert "job.py" in names
+        assert recordings.metrics(rows[0].id)

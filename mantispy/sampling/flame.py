@@ -69,12 +69,18 @@ class FlameTree:
 def aggregate(samples: Iterable[Sample], frames: dict[int, tuple[Frame, ...]], root: FlameNode | None = None,
               baseline: bool = False) -> tuple[FlameNode, int]:
     """Add samples into a tree (into ``base_total`` when ``baseline``); returns (root, samples counted)."""
-    root = root or FlameNode("all")
     weights: dict[int, float] = defaultdict(float)
     count = 0
     for sample in samples:
         weights[sample.stack] += sample.weight
         count += 1
+    return add_weights(weights, frames, root, baseline), count
+
+
+def add_weights(weights: dict[int, float], frames: dict[int, tuple[Frame, ...]], root: FlameNode | None = None,
+                baseline: bool = False) -> FlameNode:
+    """Add {stack id: weight} into a tree (into ``base_total`` when ``baseline``)."""
+    root = root or FlameNode("all")
     for stack, weight in weights.items():
         node = root
         _add(node, weight, baseline)
@@ -84,7 +90,7 @@ def aggregate(samples: Iterable[Sample], frames: dict[int, tuple[Frame, ...]], r
             _add(node, weight, baseline)
         if not baseline:
             node.self_weight += weight
-    return root, count
+    return root
 
 
 def _add(node: FlameNode, weight: float, baseline: bool) -> None:
@@ -96,7 +102,8 @@ def _add(node: FlameNode, weight: float, baseline: bool) -> None:
 
 def flame_tree(store: RecordingStore, recording: Recording, window: Window = WHOLE) -> FlameTree:
     """The flame tree of one window of a recording."""
-    root, count = aggregate(store.samples(recording, window), store.frames(recording.id))
+    weights, count = store.stack_weights(recording, window)
+    root = add_weights(weights, store.frames(recording.id))
     return FlameTree(root, recording, window, count, f"recording {recording.id}: {' '.join(recording.command)}")
 
 
@@ -104,8 +111,9 @@ def diff_tree(store: RecordingStore, recording: Recording, window: Window, base_
               base: Recording, base_window: Window) -> FlameTree:
     """Window A's tree with window B's weights beside it (B is the baseline). Each side is normalised to
     its own total by the renderers, so runs of different length compare by share."""
-    root, count = aggregate(store.samples(recording, window), store.frames(recording.id))
-    aggregate(base_store.samples(base, base_window), base_store.frames(base.id), root, baseline=True)
+    weights, count = store.stack_weights(recording, window)
+    root = add_weights(weights, store.frames(recording.id))
+    add_weights(base_store.stack_weights(base, base_window)[0], base_store.frames(base.id), root, baseline=True)
     tree = FlameTree(root, recording, window, count, f"recording {recording.id} against recording {base.id}")
     tree.diff_against = f"recording {base.id} ({base_window.describe()})"
     return tree

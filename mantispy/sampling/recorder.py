@@ -11,7 +11,6 @@ the recording (the sampler uses none of them, so nothing collides).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -27,11 +26,14 @@ from mantispy.core.launch import LaunchError, program_argv
 from mantispy.core.watchdog import WATCHDOG
 from mantispy.runtime import sample_boot, sampler
 
+from . import pyspy
 from .resources import ResourcePoller
+from .spool import SpoolReader
 from .store import RecordingError, RecordingStore
 from .types import Point, Recording
 
 DEFAULT_STORE = Path(".mantis") / "record.db"
+SAMPLERS = ("builtin", "py-spy")
 INGEST_S = 0.25
 
 
@@ -44,6 +46,7 @@ class RecordOptions:
     rate: float = 100.0
     interval: float = 1.0
     mode: str = "cpu"
+    sampler: str = "builtin"  # or py-spy
     cwd: Path = field(default_factory=Path.cwd)
     perf: bool = True
     run_id: int | None = None
@@ -57,6 +60,8 @@ class RecordOptions:
             raise RecordingError(f"--interval {self.interval:g}: resource series are polled every 0.1 to 3600 s")
         if self.mode not in sampler.MODES:
             raise RecordingError(f"--mode {self.mode}: choose cpu (where CPU time goes) or wall (where time goes)")
+        if self.sampler not in SAMPLERS:
+            raise RecordingError(f"--sampler {self.sampler}: choose builtin or py-spy")
 
 
 @dataclass
@@ -69,68 +74,28 @@ class RecordResult:
     processes: int
 
 
-class _Spool:
-    """Reads the sampler's batch files as they grow; maps each process's stack ids to recording-wide ones."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.offsets: dict[Path, int] = {}
-        self.ids: dict[tuple[int, int], int] = {}
-        self.by_frames: dict[tuple[str, ...], int] = {}
-
-    def read(self) -> tuple[dict[int, list[str]], list[tuple[float, int, int, int, float]]]:
-        """New stacks and samples since the last read (only whole lines)."""
-        stacks: dict[int, list[str]] = {}
-        samples: list[tuple[float, int, int, int, float]] = []
-        for path in sorted(self.folder.glob("samples-*.jsonl")):
-            offset = self.offsets.get(path, 0)
-            try:
-                with open(path, "rb") as handle:
-                    handle.seek(offset)
-                    data = handle.read()
-            except OSError:
-                continue
-            end = data.rfind(b"\n") + 1
-            self.offsets[path] = offset + end
-            for line in data[:end].splitlines():
-                try:
-                    batch = json.loads(line)
-                    self._batch(batch, stacks, samples)
-                except (ValueError, KeyError, TypeError):  # a damaged line: skip it, keep the rest
-                    continue
-        return stacks, samples
-
-    def _batch(self, batch: dict, stacks: dict[int, list[str]], samples: list) -> None:
-        pid = int(batch["pid"])
-        for local, frames in batch.get("stacks", {}).items():
-            key = tuple(frames)
-            global_id = self.by_frames.get(key)
-            if global_id is None:
-                global_id = self.by_frames[key] = len(self.by_frames)
-                stacks[global_id] = list(frames)
-            self.ids[(pid, int(local))] = global_id
-        for t, tid, local, weight in batch.get("samples", []):
-            global_id = self.ids.get((pid, int(local)))
-            if global_id is not None:
-                samples.append((float(t), pid, int(tid), global_id, float(weight)))
-
-    def collisions(self) -> list[str]:
-        """What the program's processes installed that a signal- or hook-based sampler would collide with."""
-        notes = []
-        for path in sorted(self.folder.glob("collisions-*.json")):
-            try:
-                found = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            pid = path.stem.split("-", 1)[1]
-            notes.append(f"process {pid} installed {', '.join(map(str, found))}: the sampler uses no signal, timer or "
-                         "trace hook, so it did not collide")
-        return notes
-
-
 def boot_folder() -> Path:
     """The folder whose ``sitecustomize`` starts the sampler."""
     return Path(sample_boot.__file__).resolve().parent
+
+
+def sampler_env(pythonpath: str | None, spool: Path, rate: float, mode: str) -> dict[str, str]:
+    """The environment that makes every Python process of a program sample itself into ``spool``."""
+    return {"PYTHONPATH": os.pathsep.join([str(boot_folder()), *([pythonpath] if pythonpath else [])]),
+            sampler.ENV_DIR: str(spool), sampler.ENV_RATE: str(rate), sampler.ENV_MODE: mode}
+
+
+def store_sampled_run(store: RecordingStore, run_id: int, command: list[str], sampled: dict) -> int:
+    """Store what a campaign run sampled (``RunRecord.sampled``) as a recording of that run; returns its id."""
+    recording = Recording(id=0, command=command, started=sampled["started"], ended=None, status="recording",
+                          host=socket.gethostname(), rate=sampled["rate"], interval=sampled["interval"],
+                          mode=sampled["mode"], run_id=run_id)
+    rid = store.begin(recording, os.getpid())
+    points = [Point(*row) for row in sampled["points"]]
+    store.add_batch(rid, {int(k): v for k, v in sampled["stacks"].items()},
+                    [tuple(row) for row in sampled["samples"]], points)
+    store.finish(rid, "complete", sampled.get("returncode"), list(sampled.get("notes", [])))
+    return rid
 
 
 def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
@@ -141,18 +106,21 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
         argv = program_argv(options.cwd, options.invocation, options.python)
     except LaunchError as exc:
         raise RecordingError(str(exc)) from None
+    py_spy = pyspy.find() if options.sampler == "py-spy" else None
     own_store = store is None
     store = store or RecordingStore(options.store)
     spool = Path(tempfile.mkdtemp(prefix="mantis-record-"))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(boot_folder()), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-    env[sampler.ENV_DIR], env[sampler.ENV_RATE], env[sampler.ENV_MODE] = str(spool), str(options.rate), options.mode
+    if py_spy is None:
+        env.update(sampler_env(env.get("PYTHONPATH"), spool, options.rate, options.mode))
     recording = Recording(id=0, command=list(options.invocation), started=time.time(), ended=None, status="recording",
                           host=socket.gethostname(), rate=options.rate, interval=options.interval, mode=options.mode,
-                          run_id=options.run_id)
+                          sampler=options.sampler, run_id=options.run_id)
+    spy: subprocess.Popen | None = None
+    spy_started = 0.0
     recording.id = store.begin(recording, os.getpid())
     notes: list[str] = []
-    reader = _Spool(spool)
+    reader = SpoolReader(spool)
     stored_samples = stored_points = 0
     processes: set[int] = set()
     proc = None
@@ -165,6 +133,12 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
         WATCHDOG.watch_group(proc.pid)
         recording.started = time.time()
         store.set_started(recording.id, recording.started)
+        if py_spy is not None:
+            spy_started = time.time()
+            with open(spool / "py-spy.log", "wb") as spy_log:
+                spy = subprocess.Popen(pyspy.command(py_spy, proc.pid, spool / "trace.json", options.rate, options.mode),
+                                       stdout=subprocess.DEVNULL, stderr=spy_log, start_new_session=True)
+            WATCHDOG.watch_group(spy.pid)
         poller = ResourcePoller(proc.pid, run=str(recording.id), perf=options.perf)
         next_poll = time.monotonic()
         log(f"recording {recording.id}: pid {proc.pid}, {options.rate:g} Hz ({options.mode} time), resources every "
@@ -183,9 +157,26 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
                 processes.update(s[1] for s in samples)
             if finished:
                 break
-            time.sleep(min(INGEST_S, max(next_poll - time.monotonic(), 0.01)))
+            try:  # returns as soon as the program ends
+                proc.wait(timeout=min(INGEST_S, max(next_poll - time.monotonic(), 0.01)))
+            except subprocess.TimeoutExpired:
+                pass
         returncode = proc.returncode
-        stacks, samples = reader.read()  # what the processes wrote at exit
+        if spy is not None:
+            try:
+                spy.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+                spy.wait()
+            said = (spool / "py-spy.log").read_text(encoding="utf-8", errors="replace")
+            stacks, samples = pyspy.read_trace(spool / "trace.json", spy_started)
+            if not samples and pyspy.refusal(said):
+                notes.append(pyspy.PTRACE_FIX)
+                raise RecordingError(pyspy.PTRACE_FIX)
+            if not samples and spy.returncode:
+                notes.append("py-spy: " + (said.strip().splitlines() or ["failed"])[-1][:300])
+        else:
+            stacks, samples = reader.read()  # what the processes wrote at exit
         if stacks or samples:
             store.add_batch(recording.id, stacks, samples, [])
             stored_samples += len(samples)
@@ -199,6 +190,9 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
             notes.append("no sample: the program ended before the first sample, used no CPU (cpu mode), or is not a "
                          "Python program")
         status = "complete"
+    except RecordingError:
+        status = "failed"
+        raise
     except BaseException:
         status = "incomplete"
         raise
@@ -211,6 +205,11 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
             proc.wait()
         if proc is not None:
             WATCHDOG.forget_group(proc.pid)
+        if spy is not None:
+            if spy.poll() is None:
+                spy.kill()
+                spy.wait()
+            WATCHDOG.forget_group(spy.pid)
         try:
             store.finish(recording.id, status, returncode, notes)
         except RecordingError:

@@ -230,6 +230,26 @@ class RecordingStore:
         for row in self.db.execute(sql, args):
             yield Sample(*row)
 
+    def stack_weights(self, recording: Recording, window: Window = WHOLE) -> tuple[dict[int, float], int]:
+        """({stack id: summed weight}, samples) inside ``window``, summed by SQLite."""
+        sql = ("SELECT stack_id, SUM(weight), COUNT(*) FROM rec_samples WHERE recording_id = ? AND t >= ? AND t <= ?")
+        args: list = [recording.id, recording.started + window.start,
+                      recording.started + window.end if not math.isinf(window.end) else 1e300]
+        if window.pid is not None:
+            sql += " AND pid = ?"
+            args.append(window.pid)
+        if window.tid is not None:
+            sql += " AND tid = ?"
+            args.append(window.tid)
+        weights, count = {}, 0
+        try:
+            for stack, weight, n in self.db.execute(sql + " GROUP BY stack_id", args):
+                weights[stack] = weight
+                count += n
+        except sqlite3.Error as exc:
+            raise RecordingError(self.explain(exc)) from None
+        return weights, count
+
     def points(self, recording: Recording, metric: str | None = None, window: Window = WHOLE) -> list[Point]:
         """The time series points inside ``window``, of one metric (or every one)."""
         sql = "SELECT metric, t, value, tags_json FROM rec_points WHERE recording_id = ? AND t >= ? AND t <= ?"

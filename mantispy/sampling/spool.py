@@ -1,0 +1,69 @@
+"""Reading the stack sampler's spool folder: the batches every sampled process appends, as they grow.
+
+Each process writes ``samples-<pid>.jsonl`` (see :mod:`mantispy.runtime.sampler`); stack ids are per
+process, so the reader maps them to ids shared by the whole recording (equal frames, equal id).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+class SpoolReader:
+    """Reads the sampler's batch files as they grow; maps each process's stack ids to recording-wide ones."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.offsets: dict[Path, int] = {}
+        self.ids: dict[tuple[int, int], int] = {}
+        self.by_frames: dict[tuple[str, ...], int] = {}
+
+    def read(self) -> tuple[dict[int, list[str]], list[tuple[float, int, int, int, float]]]:
+        """New stacks and samples since the last read (only whole lines)."""
+        stacks: dict[int, list[str]] = {}
+        samples: list[tuple[float, int, int, int, float]] = []
+        for path in sorted(self.folder.glob("samples-*.jsonl")):
+            offset = self.offsets.get(path, 0)
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(offset)
+                    data = handle.read()
+            except OSError:
+                continue
+            end = data.rfind(b"\n") + 1
+            self.offsets[path] = offset + end
+            for line in data[:end].splitlines():
+                try:
+                    batch = json.loads(line)
+                    self._batch(batch, stacks, samples)
+                except (ValueError, KeyError, TypeError):  # a damaged line: skip it, keep the rest
+                    continue
+        return stacks, samples
+
+    def _batch(self, batch: dict, stacks: dict[int, list[str]], samples: list) -> None:
+        pid = int(batch["pid"])
+        for local, frames in batch.get("stacks", {}).items():
+            key = tuple(frames)
+            global_id = self.by_frames.get(key)
+            if global_id is None:
+                global_id = self.by_frames[key] = len(self.by_frames)
+                stacks[global_id] = list(frames)
+            self.ids[(pid, int(local))] = global_id
+        for t, tid, local, weight in batch.get("samples", []):
+            global_id = self.ids.get((pid, int(local)))
+            if global_id is not None:
+                samples.append((float(t), pid, int(tid), global_id, float(weight)))
+
+    def collisions(self) -> list[str]:
+        """What the program's processes installed that a signal- or hook-based sampler would collide with."""
+        notes = []
+        for path in sorted(self.folder.glob("collisions-*.json")):
+            try:
+                found = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            pid = path.stem.split("-", 1)[1]
+            notes.append(f"process {pid} installed {', '.join(map(str, found))}: the sampler uses no signal, timer or "
+                         "trace hook, so it did not collide")
+        return notes
