@@ -57,6 +57,7 @@ class Sampler:
         self._samples: list[list] = []
         self._cpu: dict[int, int] = {}
         self._previous: dict[int, int] = {}
+        self._names: dict = {}  # code object -> its frame name
         self._clocks: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -145,7 +146,9 @@ class Sampler:
         found = self._stacks.get(key)
         if found is None:
             found = self._stacks[key] = len(self._stacks)
-            self._new_stacks[found] = [_frame_name(code) for code in reversed(codes)]
+            names = self._names
+            self._new_stacks[found] = [names.get(code) or names.setdefault(code, _frame_name(code))
+                                       for code in reversed(codes)]
         return found
 
     def flush(self) -> None:

@@ -326,3 +326,21 @@ def test_profile_sample_stores_a_recording_of_every_run(tmp_path):
             stack.extend(node.children.values())
         assert "job.py" in names
         assert recordings.metrics(rows[0].id)
+
+
+def test_hundreds_of_children_and_a_locked_store(tmp_path):
+    store = tmp_path / "rec.db"
+    proc = subprocess.run([*CLI, "record", "--store", str(store), "--interval", "0.1", "--", "many_children.py"],
+                          cwd=PROGRAMS, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout == "children 200 failed 0\n", proc.stderr
+    assert "Traceback" not in proc.stderr and "recording 1 complete" in proc.stderr
+    locker = sqlite3.connect(store, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        locked = subprocess.run([*CLI, "record", "--store", str(store), "--", "shares.py", "1", "0.1"], cwd=PROGRAMS,
+                                capture_output=True, text=True, timeout=120)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert locked.returncode == 2 and "locked by another process" in locked.stderr and locked.stdout == ""
+    assert len(locked.stderr.strip().splitlines()) == 1
