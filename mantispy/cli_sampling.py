@@ -82,7 +82,9 @@ def _emit(text: str, out: Path | None, force: bool, store_path: Path, what: str)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def record(rate: float, interval: float, mode: str, sampler: str, no_perf: bool, store_path: Path, python: str | None,
            args: tuple[str, ...]) -> None:
-    """Run a program and record where its time goes: mantispy record [OPTIONS] -- SCRIPT|-m MODULE ARGS...
+    """Run a program and record where and when its time goes.
+
+    mantispy record [OPTIONS] -- SCRIPT|-m MODULE ARGS...
 
     Every Python process of the program (threads, fork and spawn children, Python programs it starts)
     is stack-sampled, and every process's CPU, memory, IO, threads, context switches and open files are
