@@ -136,20 +136,11 @@ def attribution(store: Path) -> list[str]:
     result = record(RecordOptions(["shares.py", "3"], store=store, cwd=program))
     with RecordingStore(store) as db:
         tree = flames.flame_tree(db, db.recording(result.recording.id))
-    shares = dict.fromkeys("abc", 0.0)
-
-    def walk(node):
-        for child in node.children.values():
-            if child.frame is not None and child.frame.name in shares:
-                shares[child.frame.name] += child.total
-            else:
-                walk(child)
-
-    walk(tree.root)
+    shares = flames.totals_by_function(tree, "abc")
     expected = {"a": 0.6, "b": 0.3, "c": 0.1}
-    worst = max(abs(shares[k] / tree.total - expected[k]) for k in expected)
-    return [f"shares.py, 3 rounds ({tree.total:.2f} s CPU, {tree.samples} samples): a {shares['a'] / tree.total:.1%} "
-            f"(60 %), b {shares['b'] / tree.total:.1%} (30 %), c {shares['c'] / tree.total:.1%} (10 %); worst "
+    worst = max(abs(shares[k] - expected[k]) for k in expected)
+    return [f"shares.py, 3 rounds ({tree.total:.2f} s CPU, {tree.samples} samples): a {shares['a']:.1%} "
+            f"(60 %), b {shares['b']:.1%} (30 %), c {shares['c']:.1%} (10 %); worst "
             f"{worst * 100:.2f} points: goal 2 points **{'met' if worst <= 0.02 else 'NOT met'}**."]
 
 

@@ -353,6 +353,18 @@ def remove_tree(path: str) -> None:
         pass
 
 
+def read_to_end(fd: int) -> bytes:
+    """Everything a pipe gives until its writers close it; closes ``fd``."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
 def run_confined(body, on_error) -> int:
     """Run ``body()`` (returns an exit status) in a confined child and return its exit status.
 
@@ -479,16 +491,10 @@ def probe() -> dict:
         os.write(write, json.dumps(report).encode())
         os._exit(0)
     os.close(write)
-    chunks = []
-    while True:
-        chunk = os.read(read, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(read)
+    answer = read_to_end(read)
     os.waitpid(child, 0)
     remove_tree(jail)
-    report = json.loads(b"".join(chunks) or b"{}")
+    report = json.loads(answer or b"{}")
     report["mode"] = chosen
     return report
 

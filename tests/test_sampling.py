@@ -34,17 +34,7 @@ def _record(tmp_path: Path, *invocation: str, **options):
 def _shares(store: Path, recording_id: int, names=("a", "b", "c"), window: Window = WHOLE) -> dict[str, float]:
     with RecordingStore(store, create=False) as db:
         tree = flames.flame_tree(db, db.recording(recording_id), window)
-    totals = dict.fromkeys(names, 0.0)
-
-    def walk(node):
-        for child in node.children.values():
-            if child.frame is not None and child.frame.name in totals:
-                totals[child.frame.name] += child.total
-            else:
-                walk(child)
-
-    walk(tree.root)
-    return {name: value / tree.total for name, value in totals.items()} if tree.total else totals
+    return flames.totals_by_function(tree, names)
 
 
 def test_cpu_time_is_attributed_within_two_points(tmp_path):

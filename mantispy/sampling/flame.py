@@ -117,3 +117,19 @@ def diff_tree(store: RecordingStore, recording: Recording, window: Window, base_
     tree = FlameTree(root, recording, window, count, f"recording {recording.id} against recording {base.id}")
     tree.diff_against = f"recording {base.id} ({base_window.describe()})"
     return tree
+
+
+def totals_by_function(tree: FlameTree, names: Iterable[str]) -> dict[str, float]:
+    """Seconds spent in each named function (its outermost appearance on each path, so recursion counts
+    once), as a share of the tree's total: what "how much of the time went to f" asks."""
+    totals = dict.fromkeys(names, 0.0)
+
+    def walk(node: FlameNode) -> None:
+        for child in node.children.values():
+            if child.frame is not None and child.frame.name in totals:
+                totals[child.frame.name] += child.total
+            else:
+                walk(child)
+
+    walk(tree.root)
+    return {name: value / tree.total for name, value in totals.items()} if tree.total else totals

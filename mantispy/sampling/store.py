@@ -218,32 +218,17 @@ class RecordingStore:
 
     def samples(self, recording: Recording, window: Window = WHOLE) -> Iterator[Sample]:
         """The samples inside ``window`` (seconds from the recording's start)."""
-        sql = "SELECT t, pid, tid, stack_id, weight FROM rec_samples WHERE recording_id = ? AND t >= ? AND t <= ?"
-        args: list = [recording.id, recording.started + window.start,
-                      recording.started + window.end if not math.isinf(window.end) else 1e300]
-        if window.pid is not None:
-            sql += " AND pid = ?"
-            args.append(window.pid)
-        if window.tid is not None:
-            sql += " AND tid = ?"
-            args.append(window.tid)
-        for row in self.db.execute(sql, args):
+        where, args = _where(recording, window, thread=True)
+        for row in self.db.execute("SELECT t, pid, tid, stack_id, weight FROM rec_samples WHERE " + where, args):
             yield Sample(*row)
 
     def stack_weights(self, recording: Recording, window: Window = WHOLE) -> tuple[dict[int, float], int]:
         """({stack id: summed weight}, samples) inside ``window``, summed by SQLite."""
-        sql = ("SELECT stack_id, SUM(weight), COUNT(*) FROM rec_samples WHERE recording_id = ? AND t >= ? AND t <= ?")
-        args: list = [recording.id, recording.started + window.start,
-                      recording.started + window.end if not math.isinf(window.end) else 1e300]
-        if window.pid is not None:
-            sql += " AND pid = ?"
-            args.append(window.pid)
-        if window.tid is not None:
-            sql += " AND tid = ?"
-            args.append(window.tid)
+        where, args = _where(recording, window, thread=True)
         weights, count = {}, 0
         try:
-            for stack, weight, n in self.db.execute(sql + " GROUP BY stack_id", args):
+            for stack, weight, n in self.db.execute(
+                    "SELECT stack_id, SUM(weight), COUNT(*) FROM rec_samples WHERE " + where + " GROUP BY stack_id", args):
                 weights[stack] = weight
                 count += n
         except sqlite3.Error as exc:
@@ -252,15 +237,11 @@ class RecordingStore:
 
     def points(self, recording: Recording, metric: str | None = None, window: Window = WHOLE) -> list[Point]:
         """The time series points inside ``window``, of one metric (or every one)."""
-        sql = "SELECT metric, t, value, tags_json FROM rec_points WHERE recording_id = ? AND t >= ? AND t <= ?"
-        args: list = [recording.id, recording.started + window.start,
-                      recording.started + window.end if not math.isinf(window.end) else 1e300]
+        where, args = _where(recording, window, thread=False)
+        sql = "SELECT metric, t, value, tags_json FROM rec_points WHERE " + where
         if metric is not None:
             sql += " AND metric = ?"
             args.append(metric)
-        if window.pid is not None:
-            sql += " AND pid = ?"
-            args.append(window.pid)
         sql += " ORDER BY t"
         return [Point(m, t, v, json.loads(tags)) for m, t, v, tags in self.db.execute(sql, args)]
 
@@ -276,6 +257,20 @@ class RecordingStore:
                                         (recording_id,)).fetchone()
         points = self.db.execute("SELECT COUNT(*) FROM rec_points WHERE recording_id = ?", (recording_id,)).fetchone()[0]
         return int(samples), int(points), int(pids)
+
+
+def _where(recording: Recording, window: Window, thread: bool) -> tuple[str, list]:
+    """The WHERE clause (and its arguments) of a window of a recording's rows."""
+    sql = "recording_id = ? AND t >= ? AND t <= ?"
+    args: list = [recording.id, recording.started + window.start,
+                  recording.started + window.end if not math.isinf(window.end) else 1e300]
+    if window.pid is not None:
+        sql += " AND pid = ?"
+        args.append(window.pid)
+    if thread and window.tid is not None:
+        sql += " AND tid = ?"
+        args.append(window.tid)
+    return sql, args
 
 
 def _alive(pid: int | None) -> bool:

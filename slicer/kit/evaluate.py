@@ -183,16 +183,10 @@ def serve(requests=None, replies=None):
                 data = data[os.write(write, data):]
             os._exit(0)
         os.close(write)
-        chunks = []
-        while True:
-            chunk = os.read(read, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(read)
+        answer = _mantis_confine.read_to_end(read)
         os.waitpid(pid, 0)
         _mantis_guard.discard_scratch(pid)
-        text = b"".join(chunks).decode() or json.dumps({"error": "the evaluation died without a reply"}) + "\n"
+        text = answer.decode() or json.dumps({"error": "the evaluation died without a reply"}) + "\n"
         replies.write(text if text.endswith("\n") else text + "\n")
         replies.flush()
 
