@@ -41,12 +41,19 @@ def _evaluate(evaluator: Path, out: Path, tmp: Path, mode: str) -> tuple[subproc
     return proc, (next(iter(json.JSONDecoder().raw_decode(text)[0].values())) if text else None)
 
 
-@needs_full
-def test_a_confined_evaluation_escapes_nothing_and_leaves_nothing(escape_evaluator, tmp_path):
-    evaluator, _ = escape_evaluator
+@pytest.fixture
+def folders(tmp_path):
+    """(a folder outside the evaluation, the temporary folder the evaluation is given), both empty."""
     out, tmp = tmp_path / "outside", tmp_path / "tmp"
     out.mkdir()
     tmp.mkdir()
+    return out, tmp
+
+
+@needs_full
+def test_a_confined_evaluation_escapes_nothing_and_leaves_nothing(escape_evaluator, folders):
+    evaluator, _ = escape_evaluator
+    out, tmp = folders
     proc, value = _evaluate(evaluator, out, tmp, "auto")
     assert proc.returncode == 0, proc.stderr
     assert value == 5.0  # no bit: no file, database, signal, shell, socket or process got through
@@ -54,12 +61,10 @@ def test_a_confined_evaluation_escapes_nothing_and_leaves_nothing(escape_evaluat
     assert list(tmp.iterdir()) == []  # the jail (and the guard's scratch in it) is gone
 
 
-def test_without_confinement_the_same_evaluation_writes_through_the_guard(escape_evaluator, tmp_path):
+def test_without_confinement_the_same_evaluation_writes_through_the_guard(escape_evaluator, folders):
     """What the test above guards against really happens under the guard alone (MANTISPY_CONFINE=off)."""
     evaluator, _ = escape_evaluator
-    out, tmp = tmp_path / "outside", tmp_path / "tmp"
-    out.mkdir()
-    tmp.mkdir()
+    out, tmp = folders
     proc, value = _evaluate(evaluator, out, tmp, "off")
     assert proc.returncode == 0, proc.stderr
     assert value is not None and int(value - 5) & 3 == 3  # io.FileIO and sqlite3 wrote outside
@@ -67,11 +72,9 @@ def test_without_confinement_the_same_evaluation_writes_through_the_guard(escape
 
 
 @needs_full
-def test_the_warm_server_is_confined_and_removes_its_folder(escape_evaluator, tmp_path, monkeypatch):
+def test_the_warm_server_is_confined_and_removes_its_folder(escape_evaluator, folders, tmp_path, monkeypatch):
     evaluator, loop = escape_evaluator
-    out, tmp = tmp_path / "outside", tmp_path / "tmp"
-    out.mkdir()
-    tmp.mkdir()
+    out, tmp = folders
     monkeypatch.setenv("TMPDIR", str(tmp))
     monkeypatch.setenv("MANTISPY_CONFINE", "auto")
     warm = WarmEvaluator(str(evaluator))
