@@ -126,4 +126,11 @@ value = (estimates.get("cpu_s") or {}).get("estimate")
 if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
     sys.exit(f"wheel check: mantispy predict gave no usable cpu_s estimate: {estimates}")
 PY
+step "mantispy record + flame (the sampler's bootstrap and the view's assets come from the wheel)"
+mantispy record --store rec.db -- app/squares.py 3000000 >/dev/null
+folded=$(mantispy flame last --store rec.db)
+grep -q "work (squares.py" <<<"$folded" || { echo "wheel check: the recording has no sample of work()" >&2; exit 1; }
+mantispy flame last --store rec.db --format html -o view.html
+grep -q "recording-data" view.html && grep -q "brushTo" view.html \
+    || { echo "wheel check: the recording's HTML view lacks its data or its script" >&2; exit 1; }
 echo "wheel check: ok"

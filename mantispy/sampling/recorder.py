@@ -109,16 +109,21 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
     py_spy = pyspy.find() if options.sampler == "py-spy" else None
     own_store = store is None
     store = store or RecordingStore(options.store)
+    recording = Recording(id=0, command=list(options.invocation), started=time.time(), ended=None, status="recording",
+                          host=socket.gethostname(), rate=options.rate, interval=options.interval, mode=options.mode,
+                          sampler=options.sampler, run_id=options.run_id)
+    try:
+        recording.id = store.begin(recording, os.getpid())
+    except RecordingError:
+        if own_store:
+            store.close()
+        raise
     spool = Path(tempfile.mkdtemp(prefix="mantis-record-"))
     env = dict(os.environ)
     if py_spy is None:
         env.update(sampler_env(env.get("PYTHONPATH"), spool, options.rate, options.mode))
-    recording = Recording(id=0, command=list(options.invocation), started=time.time(), ended=None, status="recording",
-                          host=socket.gethostname(), rate=options.rate, interval=options.interval, mode=options.mode,
-                          sampler=options.sampler, run_id=options.run_id)
     spy: subprocess.Popen | None = None
     spy_started = 0.0
-    recording.id = store.begin(recording, os.getpid())
     notes: list[str] = []
     reader = SpoolReader(spool)
     stored_samples = stored_points = 0
