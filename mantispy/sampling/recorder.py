@@ -102,6 +102,7 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
            store: RecordingStore | None = None) -> RecordResult:
     """Run and record the program; returns what was stored (the program's status is in the recording)."""
     options.check()
+    options.cwd = Path(options.cwd).resolve()
     try:
         argv = program_argv(options.cwd, options.invocation, options.python)
     except LaunchError as exc:

@@ -60,6 +60,11 @@ CREATE TABLE IF NOT EXISTS rec_points (
     tags_json TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS rec_points_time ON rec_points (recording_id, metric, t);
+CREATE TABLE IF NOT EXISTS rec_phases (
+    recording_id INTEGER PRIMARY KEY REFERENCES recordings(id),
+    options_json TEXT NOT NULL,
+    phases_json TEXT NOT NULL
+);
 """
 
 
@@ -244,6 +249,17 @@ class RecordingStore:
             args.append(metric)
         sql += " ORDER BY t"
         return [Point(m, t, v, json.loads(tags)) for m, t, v, tags in self.db.execute(sql, args)]
+
+    def save_phases(self, recording_id: int, options: dict, phases: list[dict]) -> None:
+        """Store a recording's phases (replacing earlier ones): what mantispy phases found, and how."""
+        self._write("INSERT OR REPLACE INTO rec_phases VALUES (?, ?, ?)",
+                    (recording_id, json.dumps(options), json.dumps(phases)))
+
+    def phases(self, recording_id: int) -> tuple[dict, list[dict]] | None:
+        """(options, phases) stored for a recording, or None."""
+        row = self.db.execute("SELECT options_json, phases_json FROM rec_phases WHERE recording_id = ?",
+                              (recording_id,)).fetchone()
+        return None if row is None else (json.loads(row[0]), json.loads(row[1]))
 
     def metrics(self, recording_id: int) -> list[str]:
         """The metric names a recording has points of."""

@@ -1,0 +1,13 @@
+"""Phases of a recorded run (phase-aware modeling, ../shared/papers/phase-aware-modeling.md): time slices
+in which the program runs a stable set of functions with a stable distribution.
+
+* :mod:`.epochs`: a recording's samples cut into epochs, each summarised by the share of time of the
+  functions it runs (the innermost frame of the program's own code, library and interpreter frames
+  skipped unless asked for);
+* :mod:`.similarity`: the paper's two match metrics, f_sim (shared functions) and t_sim (squared-chord
+  similarity of their time shares);
+* :mod:`.detect`: consecutive matching epochs grouped into phases, with a confidence rule so that one
+  odd epoch is not a phase, and phases that recur labelled alike.
+
+Per-phase models and anomaly detection (the rest of issue 21) build on these phases.
+"""

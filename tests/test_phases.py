@@ -1,0 +1,85 @@
+"""Phase detection (issue 21, first part): epochs, the paper's similarity metrics, the confidence rule,
+recurring phases labelled alike, and ``mantispy phases`` on a recorded run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mantispy.phases.detect import PhaseOptions, detect
+from mantispy.phases.epochs import Epoch
+from mantispy.phases.similarity import f_sim, matches, t_sim
+from mantispy.sampling.recorder import RecordOptions, record
+from mantispy.sampling.store import RecordingStore
+from mantispy.sampling.types import Frame
+
+PROGRAMS = Path(__file__).parent / "programs" / "sampled"
+CLI = [sys.executable, "-m", "mantispy"]
+
+
+def test_similarity_metrics():
+    assert f_sim({"a": 0.5, "b": 0.5}, {"a": 0.5, "b": 0.5}) == 1.0
+    assert f_sim({"a": 0.5, "b": 0.5}, {"a": 1.0}) == 0.5
+    assert t_sim({"a": 0.5, "b": 0.5}, {"a": 0.5, "b": 0.5}) == pytest.approx(1.0)
+    assert t_sim({"a": 1.0}, {"b": 1.0}) == pytest.approx(0.0)
+    assert 0.9 < t_sim({"a": 0.6, "b": 0.4}, {"a": 0.5, "b": 0.5}) < 1.0
+    assert matches({"a": 1.0}, {"a": 1.0}, 0.95, 0.95) and not matches({"a": 1.0}, {"a": 0.5, "b": 0.5}, 0.95, 0.95)
+
+
+def _epoch(n: int, *functions: str) -> Epoch:
+    frames = {name: Frame(name, "/app/x.py", i + 1) for i, name in enumerate(functions)}
+    return Epoch(n * 0.1, (n + 1) * 0.1, 0.1, dict.fromkeys(functions, 0.1), frames)
+
+
+def test_phases_recur_under_their_label_and_one_odd_epoch_is_not_a_phase():
+    plan = ["load"] * 6 + ["parse"] * 5 + ["gc"] + ["parse"] * 4 + ["load"] * 5
+    found = detect([_epoch(n, "main", step) for n, step in enumerate(plan)], PhaseOptions(confidence=3))
+    assert [p.label for p in found] == ["P1", "P2", "P1"]
+    assert [p.name().split(" ")[0] for p in found] == ["load", "parse", "load"]
+    assert found[1].epochs == 10  # the odd "gc" epoch is absorbed into the parse phase around it
+    assert found[0].start == 0 and found[1].start == pytest.approx(0.6) and found[2].start == pytest.approx(1.6)
+    one = detect([_epoch(n, "main", step) for n, step in enumerate(plan)], PhaseOptions(confidence=1))
+    assert "gc" in [p.name().split(" ")[0] for p in one]  # with confidence 1, the odd epoch is a phase
+
+
+@pytest.fixture(scope="module")
+def shares_recording(tmp_path_factory):
+    store = tmp_path_factory.mktemp("phases") / "rec.db"
+    result = record(RecordOptions(["shares.py", "2", "4"], store=store, cwd=PROGRAMS))  # a 2.4 s, b 1.2 s, c 0.4 s, twice
+    return store, result.recording.id
+
+
+def test_mantispy_phases_finds_the_program_s_phases_and_stores_them(shares_recording):
+    store, rid = shares_recording
+    proc = subprocess.run([*CLI, "phases", str(rid), "--store", str(store), "--json", "--epoch", "0.05"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)["phases"]
+    assert [p["label"] for p in found] == ["P1", "P2", "P3", "P1", "P2", "P3"]
+    assert [p["dominant"][0]["function"] for p in found] == ["a", "b", "c", "a", "b", "c"]
+    for phase, expected in zip(found, (2.4, 1.2, 0.4, 2.4, 1.2, 0.4)):
+        assert abs((phase["end"] - phase["start"]) - expected) <= 0.25, found
+    with RecordingStore(store, create=False) as db:
+        options, stored = db.phases(rid)
+    assert stored == found and options["f_threshold"] == 0.95 and options["epoch_s"] == 0.05
+    text = subprocess.run([*CLI, "phases", str(rid), "--store", str(store), "--epoch", "0.05"], capture_output=True,
+                          text=True).stdout
+    assert "6 phase(s)" in text and "(3 distinct)" in text and "a (shares.py:" in text
+
+
+def test_runs_without_phases_are_one_line(shares_recording, tmp_path):
+    store, _ = shares_recording
+    empty = tmp_path / "idle.py"
+    empty.write_text("pass\n", encoding="utf-8")
+    subprocess.run([*CLI, "record", "--store", str(store), "--", str(empty)], capture_output=True, text=True)
+    proc = subprocess.run([*CLI, "phases", "last", "--store", str(store)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "has no sample" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    short = subprocess.run([*CLI, "phases", "1", "--store", str(store), "--epoch", "100"], capture_output=True,
+                           text=True)
+    assert short.returncode == 2 and "too short for phases" in short.stderr
+    unknown = subprocess.run([*CLI, "phases", "99", "--store", str(store)], capture_output=True, text=True)
+    assert unknown.returncode == 2 and "no recording 99" in unknown.stderr
