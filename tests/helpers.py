@@ -114,3 +114,24 @@ def mutated(document, path, value):
         target = target[key]
     target[path[-1]] = value
     return document
+
+
+def find_browser() -> str | None:
+    """Chromium (or Chrome) on PATH, or None."""
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def run_chromium(browser: str, url: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    """Headless Chromium on ``url`` with a private profile under ``tmp_path`` (``--dump-dom``, ``--screenshot=F``...)."""
+    home = tmp_path / "browser-home"
+    home.mkdir(exist_ok=True)
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_CACHE_HOME=str(home / "cache"))
+    command = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+               "--disable-extensions", "--disable-background-networking", "--disable-sync", "--mute-audio",
+               f"--user-data-dir={home / 'profile'}", "--window-size=1200,900", *extra, url]
+    return subprocess.run(command, capture_output=True, text=True, timeout=90, env=env)

@@ -83,3 +83,24 @@ def test_runs_without_phases_are_one_line(shares_recording, tmp_path):
     assert short.returncode == 2 and "too short for phases" in short.stderr
     unknown = subprocess.run([*CLI, "phases", "99", "--store", str(store)], capture_output=True, text=True)
     assert unknown.returncode == 2 and "no recording 99" in unknown.stderr
+
+
+@pytest.mark.slow
+def test_the_html_view_shows_the_phases_above_the_series(shares_recording, tmp_path):
+    from tests.helpers import find_browser, run_chromium
+
+    store, rid = shares_recording
+    assert subprocess.run([*CLI, "phases", str(rid), "--store", str(store), "--epoch", "0.05"],
+                          capture_output=True, text=True).returncode == 0
+    page = tmp_path / "view.html"
+    proc = subprocess.run([*CLI, "flame", str(rid), "--store", str(store), "--format", "html", "-o", str(page)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    browser = find_browser()
+    if browser is None:
+        pytest.skip("no chromium on PATH: install Debian's chromium (.ci/run does) to run the browser check")
+    dom = run_chromium(browser, page.as_uri(), tmp_path, "--dump-dom").stdout
+    import re
+
+    assert re.findall(r'data-phase="(P\d)"', dom) == ["P1", "P2", "P3", "P1", "P2", "P3"]
+    assert 'data-rendered="ok"' in re.search(r"<html\b[^>]*>", dom).group(0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -20,6 +19,7 @@ from mantispy.sampling import flame as flames
 from mantispy.sampling.recorder import RecordOptions, record
 from mantispy.sampling.store import RecordingError, RecordingStore
 from mantispy.sampling.types import WHOLE, Window
+from tests.helpers import find_browser, run_chromium
 
 PROGRAMS = Path(__file__).parent / "programs" / "sampled"
 CLI = [sys.executable, "-m", "mantispy"]
@@ -216,28 +216,9 @@ def test_store_refuses_what_it_cannot_read(tmp_path):
         RecordingStore(plain, create=False)
 
 
-def _browser() -> str | None:
-    import shutil
-
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _chromium(browser: str, url: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    home = tmp_path / "browser-home"
-    home.mkdir(exist_ok=True)
-    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), XDG_CACHE_HOME=str(home / "cache"))
-    command = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-               "--disable-extensions", "--disable-background-networking", "--disable-sync", "--mute-audio",
-               f"--user-data-dir={home / 'profile'}", "--window-size=1200,900", *extra, url]
-    return subprocess.run(command, capture_output=True, text=True, timeout=90, env=env)
-
-
 @pytest.mark.slow
 def test_the_html_view_redraws_the_flame_graph_for_a_brushed_window(tmp_path):
-    browser = _browser()
+    browser = find_browser()
     if browser is None:
         pytest.skip("no chromium on PATH: install Debian's chromium (.ci/run does) to run the browser check")
     store, result = _record(tmp_path, "shares.py", "1", "2", interval=0.2)
@@ -247,7 +228,7 @@ def test_the_html_view_redraws_the_flame_graph_for_a_brushed_window(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doms = {}
     for name, fragment in (("whole", ""), ("window", "#window=0.1,1.0")):
-        shown = _chromium(browser, page.as_uri() + fragment, tmp_path, "--dump-dom")
+        shown = run_chromium(browser, page.as_uri() + fragment, tmp_path, "--dump-dom")
         assert "<html" in shown.stdout, shown.stderr[-2000:]
         doms[name] = shown.stdout
     import re
@@ -263,7 +244,7 @@ def test_the_html_view_redraws_the_flame_graph_for_a_brushed_window(tmp_path):
     assert "a" in labels(doms["window"]) and not {"b", "c"} & labels(doms["window"])  # the brush chose a() only
     assert 'data-window="0.10-1.00"' in re.search(r"<html\b[^>]*>", doms["window"]).group(0)
     shot = tmp_path / "view.png"
-    _chromium(browser, page.as_uri() + "#window=0.1,1.0", tmp_path, f"--screenshot={shot}")
+    run_chromium(browser, page.as_uri() + "#window=0.1,1.0", tmp_path, f"--screenshot={shot}")
     assert shot.exists() and shot.stat().st_size > 10_000
 
 

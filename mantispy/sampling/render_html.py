@@ -30,7 +30,7 @@ def render(store: RecordingStore, recording: Recording) -> str:
         + (f"<ul class='notes'>{notes}</ul>\n" if notes else "")
         + "<div class='controls'>series <select id='metric'></select> "
         "<button id='reset'>whole run</button> — drag across the chart to choose a window</div>\n"
-        "<div id='chart'></div><div class='legend' id='legend'></div>\n"
+        "<div id='phases'></div><div id='chart'></div><div class='legend' id='legend'></div>\n"
         "<h2>Flame graph <span id='window'></span></h2><div id='flame-holder'></div>\n"
         f"<script type='application/json' id='recording-data'>{_embed(data)}</script>\n"
         f"<script>{script}</script></body></html>\n"
@@ -66,7 +66,10 @@ def page_data(store: RecordingStore, recording: Recording) -> dict:
         series.setdefault(point.metric, {}).setdefault(pid, []).append([round(point.t - recording.started, 3), point.value])
     ends = [s[0] for s in samples] + [p[0] for by_pid in series.values() for pts in by_pid.values() for p in pts]
     duration = recording.duration if recording.duration is not None else max(ends, default=0.0)
-    return {"duration": max(duration or 0.0, max(ends, default=0.0)), "mode": recording.mode,
+    stored = store.phases(recording.id)
+    phases = [{"label": ph["label"], "start": ph["start"], "end": ph["end"], "name": ph["name"]}
+              for ph in (stored[1] if stored else [])]
+    return {"duration": max(duration or 0.0, max(ends, default=0.0)), "mode": recording.mode, "phases": phases,
             "defaultMetric": DEFAULT_METRIC if DEFAULT_METRIC in series else (sorted(series) or [""])[0],
             "series": series, "commands": commands, "frames": labels, "stacks": [stacks[i] for i in range(len(stacks))],
             "samples": samples}

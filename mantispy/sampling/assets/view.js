@@ -71,6 +71,25 @@ window.addEventListener("error", function (event) {
     });
   }
 
+  function drawPhases() {
+    // The phases mantispy phases stored, as a band above the chart; clicking one brushes its window.
+    var holder = document.getElementById("phases");
+    if (!data.phases || !data.phases.length) return;
+    var svg = el("svg", {width: WIDTH, height: 22, id: "phase-band"}, holder);
+    data.phases.forEach(function (phase) {
+      var group = el("g", {"class": "phase", "data-phase": phase.label}, svg);
+      el("title", {}, group).textContent = phase.label + " " + phase.start.toFixed(2) + "-" + phase.end.toFixed(2) +
+        " s: " + phase.name;
+      el("rect", {x: x(phase.start), y: 1, width: Math.max(x(phase.end) - x(phase.start) - 1, 1), height: 20,
+                  fill: colors[(parseInt(phase.label.slice(1), 10) - 1) % colors.length] || "#999",
+                  "fill-opacity": 0.55, rx: 3}, group);
+      if (x(phase.end) - x(phase.start) > 24) {
+        el("text", {x: x(phase.start) + 4, y: 15, "font-size": 11}, group).textContent = phase.label;
+      }
+      group.addEventListener("click", function () { select(phase.start, phase.end); });
+    });
+  }
+
   function formatValue(v) {
     if (v >= 1e9) return (v / 1e9).toFixed(1) + "G";
     if (v >= 1e6) return (v / 1e6).toFixed(1) + "M";
@@ -175,6 +194,7 @@ window.addEventListener("error", function (event) {
                                                  bubbles: true}));
     });
   }
+  drawPhases();
   drawChart();
   drawFlame();
   var linked = /window=([0-9.]+),([0-9.]+)/.exec(window.location.hash);
