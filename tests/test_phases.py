@@ -58,7 +58,7 @@ def test_mantispy_phases_finds_the_program_s_phases_and_stores_them(shares_recor
     proc = subprocess.run([*CLI, "phases", str(rid), "--store", str(store), "--json", "--epoch", "0.05"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    found = json.loads(proc.stdout)["phases"]
+    found = json.loads(proc.stdout)[0]["phases"]
     assert [p["label"] for p in found] == ["P1", "P2", "P3", "P1", "P2", "P3"]
     assert [p["dominant"][0]["function"] for p in found] == ["a", "b", "c", "a", "b", "c"]
     for phase, expected in zip(found, (2.4, 1.2, 0.4, 2.4, 1.2, 0.4)):
@@ -68,7 +68,21 @@ def test_mantispy_phases_finds_the_program_s_phases_and_stores_them(shares_recor
     assert stored == found and options["f_threshold"] == 0.95 and options["epoch_s"] == 0.05
     text = subprocess.run([*CLI, "phases", str(rid), "--store", str(store), "--epoch", "0.05"], capture_output=True,
                           text=True).stdout
-    assert "6 phase(s)" in text and "(3 distinct)" in text and "a (shares.py:" in text
+    assert "6 phase(s)" in text and "(3 distinct)" in text and "a (shares.py:" in text and "CPU " in text
+
+
+def test_phases_are_matched_across_runs(tmp_path):
+    store = tmp_path / "runs.db"
+    for argv in (["shares.py", "1", "4"], ["-m", "shares", "2", "4"]):
+        record(RecordOptions(argv, store=store, cwd=PROGRAMS))
+    proc = subprocess.run([*CLI, "phases", "--all", "--store", str(store), "--json", "--epoch", "0.05"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(proc.stdout)
+    assert [[p["label"] for p in run["phases"]] for run in runs] == [["P1", "P2", "P3"], ["P1", "P2", "P3"] * 2]
+    text = subprocess.run([*CLI, "phases", "1", "2", "--store", str(store), "--epoch", "0.05"], capture_output=True,
+                          text=True).stdout
+    assert "across 2 runs: 3 distinct phase(s)" in text and "P1   in 2 run(s)" in text
 
 
 def test_runs_without_phases_are_one_line(shares_recording, tmp_path):
@@ -83,6 +97,8 @@ def test_runs_without_phases_are_one_line(shares_recording, tmp_path):
     assert short.returncode == 2 and "too short for phases" in short.stderr
     unknown = subprocess.run([*CLI, "phases", "99", "--store", str(store)], capture_output=True, text=True)
     assert unknown.returncode == 2 and "no recording 99" in unknown.stderr
+    nothing = subprocess.run([*CLI, "phases", "--store", str(store)], capture_output=True, text=True)
+    assert nothing.returncode == 2 and "name a recording" in nothing.stderr
 
 
 @pytest.mark.slow

@@ -117,8 +117,14 @@ class _Segment:
         return _Segment(self.matched[1:-1]).shares(min_share)
 
 
-def detect(epochs: list[Epoch], options: PhaseOptions = PhaseOptions()) -> list[Phase]:  # noqa: B008 - frozen
-    """The phases of one run's epochs, in time order."""
+Known = list[tuple[str, dict[str, float]]]
+"""Phase labels and profiles seen so far: pass one list to :func:`detect` for every run of a campaign, and
+the same phase gets the same label in every run that has it."""
+
+
+def detect(epochs: list[Epoch], options: PhaseOptions = PhaseOptions(),  # noqa: B008 - frozen
+           known: Known | None = None) -> list[Phase]:
+    """The phases of one run's epochs, in time order (labels shared through ``known``)."""
     if not epochs:
         return []
     segments: list[_Segment] = []
@@ -151,11 +157,10 @@ def detect(epochs: list[Epoch], options: PhaseOptions = PhaseOptions()) -> list[
         for odd in candidate:
             current.add(odd, matched=False)
     segments.append(current)
-    return _labelled(segments, options)
+    return _labelled(segments, options, [] if known is None else known)
 
 
-def _labelled(segments: list[_Segment], options: PhaseOptions) -> list[Phase]:
-    known: list[tuple[str, dict[str, float]]] = []
+def _labelled(segments: list[_Segment], options: PhaseOptions, known: Known) -> list[Phase]:
     phases: list[Phase] = []
     for segment in segments:
         profile = segment.core_shares(options.min_share)
