@@ -8,7 +8,9 @@ the outermost) and a weight in seconds.
 * ``cpu`` mode (the default): a thread's weight is the CPU time it used since its previous sample, read
   from its own CPU clock (``pthread_getcpuclockid``); a thread that used none (waiting, sleeping) gives
   no sample. The flame graph is where CPU time went.
-* ``wall`` mode: every thread gives a sample each tick, weighted by the time since the previous tick.
+* ``wall`` mode: every thread gives a sample each tick, weighted by the time since the previous tick
+  (also what ``cpu`` mode falls back to where threads have no CPU clock of their own; each batch says
+  which mode it was taken in).
 
 A thread whose stack changed since the previous tick moved on at some unknown moment inside the
 interval: half the interval's weight goes to the stack it had, half to the stack it has (an unbiased
@@ -50,6 +52,8 @@ class Sampler:
         self.directory = directory
         self.rate = min(max(float(rate), MIN_RATE), MAX_RATE)
         self.mode = mode if mode in MODES else "cpu"
+        if self.mode == "cpu" and not hasattr(time, "pthread_getcpuclockid"):  # no per-thread CPU clocks here
+            self.mode = "wall"
         self.flush_s = flush_s
         self.pid = os.getpid()
         self._stacks: dict[tuple, int] = {}

@@ -190,6 +190,8 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
         poller.close()
         processes |= poller.seen
         notes += reader.collisions()
+        if options.mode == "cpu" and "wall" in reader.modes:
+            notes.append("sampled in wall mode: this platform gives threads no CPU clock of their own")
         if poller.perf_note:
             notes.append(f"no perf events: {poller.perf_note}")
         if stored_samples == 0:

@@ -18,6 +18,7 @@ class SpoolReader:
         self.offsets: dict[Path, int] = {}
         self.ids: dict[tuple[int, int], int] = {}
         self.by_frames: dict[tuple[str, ...], int] = {}
+        self.modes: set[str] = set()  # the modes the processes sampled in (cpu falls back to wall)
 
     def read(self) -> tuple[dict[int, list[str]], list[tuple[float, int, int, int, float]]]:
         """New stacks and samples since the last read (only whole lines)."""
@@ -43,6 +44,7 @@ class SpoolReader:
 
     def _batch(self, batch: dict, stacks: dict[int, list[str]], samples: list) -> None:
         pid = int(batch["pid"])
+        self.modes.add(str(batch.get("mode", "")))
         for local, frames in batch.get("stacks", {}).items():
             key = tuple(frames)
             global_id = self.by_frames.get(key)
