@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from mantispy.sampling.types import Frame
 
 from .epochs import Epoch
-from .similarity import f_sim, matches, t_sim
+from .similarity import matches
 
 
 @dataclass(frozen=True)
@@ -191,9 +191,3 @@ def _labelled(segments: list[_Segment], options: PhaseOptions, known: Known) -> 
                             default=0.0)
             phase.distinct[name] = (weight / phase.seconds if phase.seconds else 0.0) - elsewhere
     return phases
-
-
-def similarity(a: Phase, b: Phase, min_share: float) -> tuple[float, float]:
-    """(f_sim, t_sim) of two phases' profiles."""
-    pa, pb = a.profile(min_share), b.profile(min_share)
-    return f_sim(pa, pb), t_sim(pa, pb)

@@ -7,12 +7,11 @@ differential tree the weights of the baseline beside them.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .store import RecordingStore
-from .types import WHOLE, Frame, Recording, Sample, Window
+from .types import WHOLE, Frame, Recording, Window
 
 
 @dataclass
@@ -64,17 +63,6 @@ class FlameTree:
         for child in self.root.children.values():
             walk(child, (child.label,))
         return out
-
-
-def aggregate(samples: Iterable[Sample], frames: dict[int, tuple[Frame, ...]], root: FlameNode | None = None,
-              baseline: bool = False) -> tuple[FlameNode, int]:
-    """Add samples into a tree (into ``base_total`` when ``baseline``); returns (root, samples counted)."""
-    weights: dict[int, float] = defaultdict(float)
-    count = 0
-    for sample in samples:
-        weights[sample.stack] += sample.weight
-        count += 1
-    return add_weights(weights, frames, root, baseline), count
 
 
 def add_weights(weights: dict[int, float], frames: dict[int, tuple[Frame, ...]], root: FlameNode | None = None,

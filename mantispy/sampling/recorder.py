@@ -18,7 +18,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -228,8 +228,3 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
     recording.status, recording.returncode, recording.notes = status, returncode, notes
     recording.ended = time.time()
     return RecordResult(recording, stored_samples, stored_points, len(processes))
-
-
-def python_argv(invocation: Sequence[str]) -> bool:
-    """Whether an invocation runs Python (a ``.py`` script or ``-m``): the sampler sees nothing else."""
-    return bool(invocation) and (invocation[0] == "-m" or str(invocation[0]).endswith(".py"))
