@@ -155,6 +155,18 @@ def _reading(method):
     return read
 
 
+def explain_sqlite(path: Path, exc: Exception) -> str:
+    """One line for a SQLite failure on a store file, naming the fix (the run store's and the recordings')."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return f"{path}: the store is locked by another process; wait for it or use another --store"
+    if "database or disk is full" in text or "disk I/O" in text:
+        return f"{path}: the disk is full or failing ({text}); free space, or pass --store on another disk"
+    if "not a database" in text or "malformed" in text or "encrypted" in text:
+        return f"{path}: not a mantispy store or corrupt ({text}); move it away or pass another --store"
+    return f"{path}: {text}"
+
+
 class RunStore:
     """Read/write access to one store file. Use as a context manager or call :meth:`close`."""
 
@@ -172,12 +184,7 @@ class RunStore:
             raise StoreError(self._explain(exc)) from None
 
     def _explain(self, exc: sqlite3.Error) -> str:
-        text = str(exc)
-        if "locked" in text or "busy" in text:
-            return f"{self.path}: the store is locked by another process; wait for it or use another --store"
-        if "not a database" in text or "malformed" in text or "file is encrypted" in text:
-            return f"{self.path}: not a mantispy store or corrupt ({text}); move it away or pass another --store"
-        return f"{self.path}: {text}"
+        return explain_sqlite(self.path, exc)
 
     def _check_schema(self) -> None:
         row = None

@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from mantispy.store import explain_sqlite
+
 from .types import WHOLE, Frame, Point, Recording, Sample, Window
 
 SCHEMA_VERSION = 1
@@ -100,15 +102,8 @@ class RecordingStore:
             raise RecordingError(self.explain(exc)) from None
 
     def explain(self, exc: Exception) -> str:
-        """One line for a SQLite failure on this file."""
-        text = str(exc)
-        if "locked" in text or "busy" in text:
-            return f"{self.path}: the store is locked by another process; wait for it or pass another --store"
-        if "full" in text or "disk" in text:
-            return f"{self.path}: the disk is full ({text}); free space, or pass --store on another disk"
-        if "not a database" in text or "malformed" in text or "encrypted" in text:
-            return f"{self.path}: not a mantispy store or corrupt ({text}); move it away or pass another --store"
-        return f"{self.path}: {text}"
+        """One line for a SQLite failure on this file (the run store's wording)."""
+        return explain_sqlite(self.path, exc)
 
     def close(self) -> None:
         """Close the connection."""
