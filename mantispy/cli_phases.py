@@ -1,15 +1,17 @@
-"""``mantispy phases``: the phases of a recorded run (issue 21, phase detection)."""
+"""``mantispy phases`` (phase detection, per-phase models) and ``mantispy check`` (anomalous runs)."""
 
 from __future__ import annotations
 
 import json
 import statistics
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from mantispy.errors import UserError
+from mantispy.phases.observe import PhaseDataError, observe
 from mantispy.sampling.recorder import DEFAULT_STORE
 from mantispy.sampling.store import RecordingError, RecordingStore
 
@@ -30,22 +32,35 @@ from mantispy.sampling.store import RecordingError, RecordingStore
               help="Consecutive matching epochs that make a new phase (fewer are absorbed).")
 @click.option("--library", "include_library", is_flag=True,
               help="Count standard-library and installed packages' frames as the program's own.")
-@click.option("--json", "as_json", is_flag=True, help="Print the phases as JSON.")
+@click.option("--fit", "fit_path", type=click.Path(path_type=Path), default=None,
+              help="Fit per-phase models on the campaign's sampled uninstrumented runs (the store of mantispy profile "
+                   "SPEC --sample) and write them to this JSON file, for mantispy check.")
+@click.option("--campaign", "campaign_name", default=None, help="With --fit: the campaign (when the store has several).")
+@click.option("--json", "as_json", is_flag=True, help="Print the phases (with --fit: the held-out errors) as JSON.")
 def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float | None, min_share: float,
-           thresholds: tuple[float, float], confidence: int, include_library: bool, as_json: bool) -> None:
+           thresholds: tuple[float, float], confidence: int, include_library: bool, fit_path: Path | None,
+           campaign_name: str | None, as_json: bool) -> None:
     """The phases of recorded runs (RUN: a number or 'last'; several, or --all, match phases across runs).
 
     A phase is a time slice running a stable set of functions. Each is named by the functions that set it
     apart, with their source lines, and shown with its CPU and peak RSS from the resource series; the same
     phase keeps its label in every run that has it (P1 P2 P1 ...). The phases are stored with each recording.
-    """
-    from mantispy.phases.detect import Known, PhaseOptions, detect
-    from mantispy.phases.epochs import epochs
 
-    if not runs and not every:
-        raise UserError("name a recording (a number or 'last'), several, or --all")
+    With --fit, each phase's duration, CPU time, CPU use, peak memory and IO are modelled from the input
+    (its descriptor numbers, the program's features and the earlier phases' measurements), beside a
+    whole-run model, with errors on held-out inputs; mantispy check RUN --model FILE uses the file.
+    """
+    from mantispy.phases.detect import Known, PhaseOptions
+
     options = PhaseOptions(epoch_s=epoch_s, min_share=min_share, f_threshold=thresholds[0],
                            t_threshold=thresholds[1], confidence=confidence, include_library=include_library)
+    if fit_path is not None:
+        if runs or every:
+            raise UserError("--fit uses every sampled uninstrumented run of the campaign; name no recording and no --all")
+        _fit(store_path, campaign_name, options, fit_path, as_json)
+        return
+    if not runs and not every:
+        raise UserError("name a recording (a number or 'last'), several, or --all")
     known: Known = []
     report = []
     try:
@@ -57,20 +72,10 @@ def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float 
             else:
                 chosen = [store.resolve(run) for run in runs]
             for recording in chosen:
-                epoch = options.epoch_for(recording.rate)
-                found = epochs(store, recording, epoch, include_library=include_library)
-                if not found:
-                    raise UserError(f"recording {recording.id} has no sample: there is nothing to find phases in "
-                                    "(record a run that uses CPU, or use --mode wall)")
-                if len(found) < 2:
-                    raise UserError(f"recording {recording.id} is one epoch long ({epoch:g} s): too short for "
-                                    "phases; pass a shorter --epoch")
-                result = detect(found, options, known)
-                rows = [{**phase.to_dict(min_share), **_resources(store, recording, phase.start, phase.end)}
-                        for phase in result]
-                store.save_phases(recording.id, {**asdict(options), "epoch_s": epoch}, rows)
-                report.append((recording, epoch, len(found), rows))
-    except RecordingError as exc:
+                found = observe(store, recording, options, known)
+                store.save_phases(recording.id, {**asdict(options), "epoch_s": found.epoch_s}, found.phases)
+                report.append((recording, found.epoch_s, found.epochs, found.phases))
+    except (RecordingError, PhaseDataError) as exc:
         raise UserError(str(exc)) from None
     if as_json:
         click.echo(json.dumps([{"recording": rec.id, "run_id": rec.run_id, "epoch_s": epoch, "phases": rows}
@@ -92,16 +97,154 @@ def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float 
             click.echo(f"  {label:<4} in {having} run(s), median {statistics.median(spans):.2f} s: {name}")
 
 
-def _resources(store: RecordingStore, recording, start: float, end: float) -> dict:
-    """Mean CPU percent (summed over the processes) and peak RSS (largest process) inside a phase."""
-    from mantispy.sampling.types import Window
+def _fit(store_path: Path, campaign_name: str | None, options, fit_path: Path, as_json: bool) -> None:
+    """phases --fit: per-phase models of a campaign's sampled runs."""
+    from mantispy.phases import model as phase_model
+    from mantispy.phases.training import campaign_training
 
-    window = Window(start, end)
-    cpu: dict[float, float] = {}
-    for point in store.points(recording, "proc.cpu.percent", window):
-        cpu[point.t] = cpu.get(point.t, 0.0) + point.value
-    rss = [point.value for point in store.points(recording, "proc.rss_bytes", window)]
-    return {"cpu_percent": statistics.mean(cpu.values()) if cpu else None, "peak_rss_bytes": max(rss) if rss else None}
+    if not store_path.exists():
+        raise UserError(f"{store_path}: no such store; profile the campaign with mantispy profile SPEC --sample "
+                        "and pass its store with --store")
+    if fit_path.exists() and not _is_phase_model(fit_path):
+        raise UserError(f"{fit_path}: exists and is not a phase model; mantispy will not write over it, choose "
+                        "another file")
+    known: list = []
+    try:
+        training, program = campaign_training(store_path, campaign_name, options, known, log=click.echo)
+        fitted = phase_model.fit(training, known, options, program, log=click.echo)
+    except (RecordingError, PhaseDataError, phase_model.PhaseModelError) as exc:
+        raise UserError(str(exc)) from None
+    phase_model.save(fitted, fit_path)
+    if as_json:
+        click.echo(json.dumps(fitted["evaluation"], indent=1))
+        return
+    rare = f", {len(fitted['rare'])} too rare to model" if fitted["rare"] else ""
+    click.echo(f"{len(training)} run(s), {len(fitted['phases'])} modelled phase(s){rare}; written to {fit_path}")
+    evaluation = fitted["evaluation"]
+    for label, phase in fitted["phases"].items():
+        errors = evaluation.get("phases", {}).get(label, {})
+        cells = ", ".join(f"{metric} {errors[metric]['median_rel_error']:.1%}" for metric in phase["metrics"] if metric in errors)
+        chosen = phase["metrics"].get("wall_s", {}).get("model", {}).get("selection", {})
+        form = f"{chosen.get('chosen', '-').split(' ')[-1]} of {chosen.get('uses', '-')}"
+        click.echo(f"  {label:<4} in {phase['runs']} run(s), duration: {form}; held-out error: {cells or 'n/a'}"
+                   f"  {phase['name']}")
+    total = evaluation.get("total_wall_s")
+    if total:
+        click.echo(f"run duration, held-out median error over {total['n']} run(s): sum of phases "
+                   f"{total['sum_of_phases']:.1%}, whole-run model {total['whole_run']:.1%}")
+    elif not evaluation:
+        click.echo("no held-out evaluation: fewer than 8 inputs")
+
+
+def _is_phase_model(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("format") == "mantispy-phase-model"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("target", nargs=-1, type=click.UNPROCESSED)
+@click.option("--model", "model_path", required=True, type=click.Path(path_type=Path),
+              help="The phase model (mantispy phases --fit FILE).")
+@click.option("--store", "store_path", default=None, type=click.Path(path_type=Path),
+              help="The store holding RUN, or where a new recording goes (default: .mantis/record.db).")
+@click.option("--k", "k", type=click.FloatRange(1, 100), default=4.0, show_default=True,
+              help="Robust z-score (in units of the model's out-of-fold residual spread) beyond which a value departs.")
+@click.option("--min-relative", type=click.FloatRange(0, 10), default=0.10, show_default=True,
+              help="A departure must also be at least this share of the estimate.")
+@click.option("--fail-on-anomaly", is_flag=True, help="Exit with status 1 when the run is anomalous (for CI).")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k: float, min_relative: float,
+          fail_on_anomaly: bool, as_json: bool) -> None:
+    """Whether a run departs from its phase model, and in which phase and resource.
+
+    \b
+    mantispy check RUN --model FILE [--store STORE]          a recorded run (a number or 'last')
+    mantispy check --model FILE -- SCRIPT|-m MODULE ARGS...   record the program now, then check it
+
+    Every phase's duration, CPU time, CPU use, peak memory and IO is compared with the model's estimate for
+    the run's input; a whole-run threshold baseline is shown beside. Exit status 0 (1 with
+    --fail-on-anomaly when the run is anomalous). A program run by check writes its own output first.
+    """
+    from mantispy.phases import model as phase_model
+    from mantispy.phases.anomaly import CheckOptions
+    from mantispy.phases.anomaly import check as check_run
+    from mantispy.phases.detect import PhaseOptions
+    from mantispy.phases.training import CampaignLink, recording_inputs
+
+    try:
+        model = phase_model.load(model_path)
+    except phase_model.PhaseModelError as exc:
+        raise UserError(str(exc)) from None
+    args = list(target[1:] if target[:1] == ("--",) else target)
+    if not args:
+        raise UserError("name a recording (a number or 'last') or a program after --: mantispy check RUN --model FILE")
+    store_file = store_path or DEFAULT_STORE
+    try:
+        if len(args) == 1 and (args[0].isdigit() or args[0] == "last") and target[:1] != ("--",):
+            with RecordingStore(store_file, create=False) as store:
+                recording = store.resolve(args[0])
+        else:
+            recording = _record_now(args, store_file, model)
+        options = PhaseOptions(**{**model["options"], "epoch_s": model["epoch_s"]})
+        link = None
+        if recording.run_id is not None and model["program"].get("campaign"):
+            try:
+                link = CampaignLink(store_file, model["program"]["campaign"])
+            except phase_model.PhaseModelError:
+                link = None
+        with RecordingStore(store_file, create=False) as store:
+            run = observe(store, recording, options, [(label, profile) for label, profile in model["known"]])
+        from mantispy.phases.anomaly import foreign_share
+
+        foreign = foreign_share(model, run)
+        if foreign > 0.5:
+            raise UserError(f"recording {recording.id} ran other code than the model's program ({foreign:.0%} of its "
+                            f"sampled time in functions no training run ran): check it against a model of its own program")
+        inputs, features, where = recording_inputs(recording, link)
+    except (RecordingError, PhaseDataError) as exc:
+        raise UserError(str(exc)) from None
+    verdict = check_run(model, run, inputs, features or None, CheckOptions(k=k, min_relative=min_relative), where)
+    if as_json:
+        click.echo(json.dumps({"recording": recording.id, **verdict.to_dict()}, indent=1))
+    else:
+        _print_verdict(recording.id, verdict, run)
+    if fail_on_anomaly and verdict.anomalous:
+        sys.exit(1)
+
+
+def _record_now(args: list[str], store_file: Path, model: dict):
+    """Record the program the way the model's training runs were recorded."""
+    from mantispy.sampling.recorder import RecordOptions, record
+
+    sampling = model["program"].get("sampling") or {}
+    options = RecordOptions(args, store=store_file, rate=float(sampling.get("rate", 100.0)),
+                            interval=float(sampling.get("interval", 1.0)), mode=str(sampling.get("mode", "cpu")))
+    result = record(options, log=lambda m: click.echo(f"mantispy: {m}", err=True))
+    if result.recording.returncode:
+        click.echo(f"mantispy: note: the program exited with status {result.recording.returncode}", err=True)
+    return result.recording
+
+
+def _print_verdict(recording_id: int, verdict, run) -> None:
+    state = "ANOMALOUS" if verdict.anomalous else "normal"
+    click.echo(f"recording {recording_id}: {state}")
+    for departure in verdict.departures:
+        click.echo(f"  departs: {departure.describe()}")
+    for label in run.order():
+        rows = [c for c in verdict.comparisons if c.phase == label]
+        if not rows:
+            continue
+        worst = max(rows, key=lambda c: abs(c.z))
+        click.echo(f"  {label:<4} {'departs' if any(c.departs for c in rows) else 'ok':<8} largest |z| {abs(worst.z):5.1f} "
+                   f"({worst.metric})  {rows[0].name}")
+    baseline = "anomalous" if verdict.baseline_anomalous else "normal"
+    click.echo(f"  whole-run baseline: {baseline}" + "".join(
+        f"; {c.metric} {c.actual:.3g} vs {c.expected:.3g} (z {c.z:+.1f})" for c in verdict.baseline))
+    click.echo(f"  inputs from {verdict.inputs_from}")
+    for note in verdict.notes:
+        click.echo(f"  note: {note}")
 
 
 def _cpu(row: dict) -> str:
@@ -113,5 +256,6 @@ def _rss(row: dict) -> str:
 
 
 def register(group: click.Group) -> None:
-    """Add the verb to the ``mantispy`` group."""
+    """Add the verbs to the ``mantispy`` group."""
     group.add_command(phases)
+    group.add_command(check)

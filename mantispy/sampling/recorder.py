@@ -112,7 +112,7 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
     store = store or RecordingStore(options.store)
     recording = Recording(id=0, command=list(options.invocation), started=time.time(), ended=None, status="recording",
                           host=socket.gethostname(), rate=options.rate, interval=options.interval, mode=options.mode,
-                          sampler=options.sampler, run_id=options.run_id)
+                          sampler=options.sampler, run_id=options.run_id, cwd=str(options.cwd))
     try:
         recording.id = store.begin(recording, os.getpid())
     except RecordingError:

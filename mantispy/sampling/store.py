@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS recordings (
     sampler TEXT NOT NULL,
     run_id INTEGER,
     recorder_pid INTEGER,
-    notes_json TEXT NOT NULL DEFAULT '[]'
+    notes_json TEXT NOT NULL DEFAULT '[]',
+    cwd TEXT
 );
 CREATE TABLE IF NOT EXISTS rec_stacks (
     recording_id INTEGER NOT NULL REFERENCES recordings(id),
@@ -95,6 +96,9 @@ class RecordingStore:
                                      f"reads {SCHEMA_VERSION}); upgrade mantispy or pass another --store")
             if create or row is not None:
                 self.db.executescript(_SCHEMA)
+                columns = {row[1] for row in self.db.execute("PRAGMA table_info(recordings)")}
+                if "cwd" not in columns:  # stores written before recordings kept their folder
+                    self.db.execute("ALTER TABLE recordings ADD COLUMN cwd TEXT")
                 self.db.execute("INSERT OR IGNORE INTO rec_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif row is None:
                 raise RecordingError(f"{self.path}: holds no recordings; run mantispy record --store {self.path} first")
@@ -128,9 +132,10 @@ class RecordingStore:
         """Store a new recording (status ``recording``); returns its id."""
         cursor = self._write(
             "INSERT INTO recordings (command_json, started, status, host, rate, interval, mode, sampler, run_id, "
-            "recorder_pid, notes_json) VALUES (?, ?, 'recording', ?, ?, ?, ?, ?, ?, ?, ?)",
+            "recorder_pid, notes_json, cwd) VALUES (?, ?, 'recording', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (json.dumps(recording.command), recording.started, recording.host, recording.rate, recording.interval,
-             recording.mode, recording.sampler, recording.run_id, recorder_pid, json.dumps(recording.notes)))
+             recording.mode, recording.sampler, recording.run_id, recorder_pid, json.dumps(recording.notes),
+             recording.cwd or None))
         return int(cursor.lastrowid or 0)
 
     def add_batch(self, recording_id: int, stacks: dict[int, list[str]], samples: list[tuple[float, int, int, int, float]],
@@ -190,7 +195,7 @@ class RecordingStore:
         try:
             row = self.db.execute(
                 "SELECT id, command_json, started, ended, status, returncode, host, rate, interval, mode, sampler, "
-                "run_id, recorder_pid, notes_json FROM recordings WHERE id = ?", (recording_id,)).fetchone()
+                "run_id, recorder_pid, notes_json, cwd FROM recordings WHERE id = ?", (recording_id,)).fetchone()
         except sqlite3.Error as exc:
             raise RecordingError(self.explain(exc)) from None
         if row is None:
@@ -209,7 +214,7 @@ class RecordingStore:
             ended = last[0] if last and last[0] is not None else None
         return Recording(id=row[0], command=command, started=row[2], ended=ended, status=status, returncode=row[5],
                          host=row[6], rate=row[7], interval=row[8], mode=row[9], sampler=row[10], run_id=row[11],
-                         notes=notes)
+                         notes=notes, cwd=row[14] or "")
 
     def frames(self, recording_id: int) -> dict[int, tuple[Frame, ...]]:
         """Stack id -> its frames, outermost first."""

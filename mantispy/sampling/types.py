@@ -44,6 +44,7 @@ class Recording:
     sampler: str = "builtin"
     run_id: int | None = None  # the campaign run this recording belongs to (profile --sample)
     notes: list[str] = field(default_factory=list)
+    cwd: str = ""  # the folder the program ran in (its relative file arguments resolve against it)
 
     @property
     def duration(self) -> float | None:
@@ -55,7 +56,7 @@ class Recording:
         return {"id": self.id, "command": self.command, "started": self.started, "ended": self.ended,
                 "status": self.status, "returncode": self.returncode, "host": self.host, "rate": self.rate,
                 "interval": self.interval, "mode": self.mode, "sampler": self.sampler, "run_id": self.run_id,
-                "notes": self.notes}
+                "notes": self.notes, "cwd": self.cwd}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,130 @@
+"""Anomalies injected into a Python program from outside it (the anomaly benchmark and its tests).
+
+Put this file's folder on ``PYTHONPATH`` and set one or more of:
+
+* ``MANTIS_INJECT_DELAY=module:function:seconds``: once ``module`` is imported, each call of its
+  ``function`` first sleeps ``seconds`` (a slowed phase; the program's code is not touched);
+* ``MANTIS_INJECT_BALLOON=mib:at_s:hold_s``: a thread allocates and touches ``mib`` MiB ``at_s``
+  seconds after start, holds it ``hold_s`` seconds, then frees it (a memory balloon);
+* ``MANTIS_INJECT_IO_STALL=suffix:seconds``: each ``open()`` of a file whose name ends with ``suffix``
+  first sleeps ``seconds`` (a stalled disk).
+
+Then the next ``sitecustomize`` on the path runs (mantispy's sampler boot chains the same way).
+Standard library only.
+"""
+
+import builtins
+import functools
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import io
+import os
+import sys
+import threading
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _delayed(function, seconds):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        time.sleep(seconds)
+        return function(*args, **kwargs)
+
+    # a file name in <...> marks the frame as no program's: samples and phases see the function it wraps
+    wrapper.__code__ = wrapper.__code__.replace(co_filename="<injected delay>")
+    return wrapper
+
+
+class _WrapAfterImport(importlib.abc.MetaPathFinder):
+    """Wraps ``module.function`` with a delay as soon as ``module`` has been executed."""
+
+    def __init__(self, module, function, seconds):
+        self.module, self.function, self.seconds = module, function, seconds
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.module:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        loader, finder = spec.loader, self
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                finder.wrap(module)
+
+        spec.loader = Loader()
+        return spec
+
+    def wrap(self, module):
+        target = getattr(module, self.function, None)
+        if callable(target):
+            setattr(module, self.function, _delayed(target, self.seconds))
+
+
+def _delay(text):
+    module, function, seconds = text.rsplit(":", 2)
+    finder = _WrapAfterImport(module, function, float(seconds))
+    if module in sys.modules:
+        finder.wrap(sys.modules[module])
+    else:
+        sys.meta_path.insert(0, finder)
+
+
+def _balloon(text):
+    mib, at_s, hold_s = (float(part) for part in text.split(":"))
+
+    def inflate():
+        time.sleep(at_s)
+        block = bytearray(int(mib * 2**20))
+        for offset in range(0, len(block), 4096):
+            block[offset] = 1
+        time.sleep(hold_s)
+        del block
+
+    threading.Thread(target=inflate, name="balloon", daemon=True).start()
+
+
+def _io_stall(text):
+    suffix, seconds = text.rsplit(":", 1)
+    pause = float(seconds)
+    original = builtins.open
+
+    @functools.wraps(original)
+    def stalled_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file).endswith(suffix):
+            time.sleep(pause)
+        return original(file, *args, **kwargs)
+
+    stalled_open.__code__ = stalled_open.__code__.replace(co_filename="<injected stall>")
+    builtins.open = stalled_open
+    io.open = stalled_open
+
+
+def _chain():
+    rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
+    sys.path[:] = rest
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+for _name, _start in (("MANTIS_INJECT_DELAY", _delay), ("MANTIS_INJECT_BALLOON", _balloon),
+                      ("MANTIS_INJECT_IO_STALL", _io_stall)):
+    if os.environ.get(_name):
+        _start(os.environ[_name])
+_chain()

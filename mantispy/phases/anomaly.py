@@ -1,0 +1,188 @@
+"""Anomaly checks: does a run depart from its phase model, and in which phase and resource?
+
+The run's phases are found with the model's options and labelled against the model's known phases.
+For every phase the model has, and every metric it models, the measured value is compared with the
+model's estimate for the run's input (and meta-inputs: the run's own earlier phases) on the scale of
+the model's out-of-fold residuals: ``z = (log(actual / estimate) - center) / spread``. A metric departs
+when |z| exceeds ``k`` *and* the difference is larger than the metric's floor (a share of the estimate,
+and an absolute amount: two epochs of time, some MiB, some CPU points), so that a model whose
+training runs agreed to the millisecond does not flag a millisecond. A phase the model never saw,
+lasting a noticeable share of the run, departs too. The run is anomalous when anything departs; the
+verdict names the departure with the largest |z| first.
+
+The whole-run baseline (the paper's comparison) applies the same rule to the run's totals only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mantispy.modeling.evaluation import predict
+
+from .model import meta_inputs, needs_features, whole_run
+from .observe import METRIC_WORDS, RunPhases
+
+MIB = 2.0**20
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """When a measured value departs from its estimate."""
+
+    k: float = 4.0  # robust z-score beyond which a metric departs
+    min_relative: float = 0.10  # and at least this share of the estimate
+    min_epochs: float = 2.0  # durations and CPU time: and at least this many epochs
+    min_rss_mib: float = 16.0  # peak memory: and at least this many MiB
+    min_cpu_points: float = 10.0  # CPU use: and at least this many percentage points
+    min_io_mib: float = 1.0  # IO: and at least this many MiB
+    new_phase_share: float = 0.10  # a phase the model never saw departs when it lasts this share of the run
+    min_spread: float = 0.02  # a residual spread below this (2 %) counts as this
+
+    def floor(self, metric: str, epoch_s: float) -> float:
+        """The smallest absolute difference that can count as a departure for ``metric``."""
+        return {"wall_s": self.min_epochs * epoch_s, "cpu_s": self.min_epochs * epoch_s,
+                "peak_rss_bytes": self.min_rss_mib * MIB, "cpu_percent": self.min_cpu_points,
+                "io_bytes": self.min_io_mib * MIB}.get(metric, 0.0)
+
+
+@dataclass
+class Comparison:
+    """One measured value beside its estimate."""
+
+    phase: str  # a label, or "run" for the whole-run baseline
+    name: str
+    metric: str
+    actual: float
+    expected: float
+    z: float
+    departs: bool
+    model: str = "phase"  # which model gave the estimate: phase, portable (no program features), whole-run, none
+
+    def describe(self) -> str:
+        """One line: the phase, the resource, and how far it is from its estimate."""
+        word = METRIC_WORDS.get(self.metric, self.metric)
+        if self.model == "none":
+            return f"{self.phase} ({self.name}): a phase the model never saw, {_fmt(self.metric, self.actual)}"
+        ratio = self.actual / self.expected if self.expected > 0 else math.inf
+        return (f"{self.phase} ({self.name}): {word} {_fmt(self.metric, self.actual)} against "
+                f"{_fmt(self.metric, self.expected)} expected ({ratio:.2f}x, z {self.z:+.1f})")
+
+
+@dataclass
+class Verdict:
+    """The outcome of a check."""
+
+    anomalous: bool
+    departures: list[Comparison]
+    comparisons: list[Comparison]
+    baseline_anomalous: bool
+    baseline: list[Comparison]
+    inputs_from: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON."""
+        return {"anomalous": self.anomalous, "departures": [asdict(c) for c in self.departures],
+                "comparisons": [asdict(c) for c in self.comparisons], "inputs_from": self.inputs_from,
+                "baseline": {"anomalous": self.baseline_anomalous, "comparisons": [asdict(c) for c in self.baseline]},
+                "notes": self.notes}
+
+
+def _fmt(metric: str, value: float) -> str:
+    if metric in ("wall_s", "cpu_s"):
+        return f"{value:.2f} s"
+    if metric == "cpu_percent":
+        return f"{value:.0f} %"
+    return f"{value / MIB:.1f} MiB"
+
+
+def _compare(phase: str, name: str, metric: str, actual: float, fitted: dict[str, Any], values: dict[str, float],
+             epoch_s: float, options: CheckOptions, features_known: bool) -> Comparison | None:
+    model, residuals, which = fitted["model"], fitted.get("residuals"), "phase"
+    if needs_features(model) and not features_known:
+        if "portable" not in fitted:
+            return None
+        model, residuals, which = fitted["portable"], fitted.get("portable_residuals"), "portable"
+    if residuals is None:
+        return None
+    expected = predict(model, values)
+    if not (expected > 0 and math.isfinite(expected)) or actual <= 0:
+        return None
+    spread = max(float(residuals["spread"]), options.min_spread)
+    z = (math.log(actual / expected) - float(residuals["center"])) / spread
+    centred = expected * math.exp(float(residuals["center"]))
+    difference = abs(actual - centred)
+    departs = (abs(z) > options.k and difference > options.min_relative * centred
+               and difference > options.floor(metric, epoch_s))
+    return Comparison(phase, name, metric, actual, centred, z, departs, which)
+
+
+def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], features: dict[str, float] | None,
+          options: CheckOptions = CheckOptions(), inputs_from: str = "") -> Verdict:  # noqa: B008 - frozen
+    """Compare a run's phases (labelled against ``model['known']``) with the model's estimates."""
+    epoch_s = float(model.get("epoch_s", run.epoch_s))
+    measured = run.by_label()
+    names = run.names()
+    total = sum(values["wall_s"] for values in measured.values()) or 1.0
+    comparisons: list[Comparison] = []
+    notes: list[str] = []
+    for label, values in measured.items():
+        fitted_phase = model["phases"].get(label)
+        if fitted_phase is None:
+            share = values["wall_s"] / total
+            rare = label in model.get("rare", {})
+            if share >= options.new_phase_share and not rare:
+                comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], 0.0, math.inf, True, "none"))
+            elif rare:
+                notes.append(f"{label} ran {values['wall_s']:.2f} s; it was too rare in training to have a model")
+            continue
+        given = {**inputs, **(features or {}), **meta_inputs(run, label)}
+        for metric, actual in values.items():
+            fitted = fitted_phase["metrics"].get(metric)
+            if fitted is None:
+                continue
+            found = _compare(label, names[label], metric, actual, fitted, given, epoch_s, options, features is not None)
+            if found is not None:
+                comparisons.append(found)
+    baseline = check_whole_run(model, run, inputs, options)
+    departures = sorted((c for c in comparisons if c.departs), key=lambda c: -abs(c.z))
+    if features is None and any(c.model == "portable" for c in comparisons):
+        notes.append("no program features for this run: phases whose best model needs them used the model fitted "
+                     "without them")
+    return Verdict(bool(departures), departures, comparisons, any(c.departs for c in baseline), baseline,
+                   inputs_from, notes)
+
+
+def check_whole_run(model: dict[str, Any], run: RunPhases, inputs: dict[str, float],
+                    options: CheckOptions = CheckOptions()) -> list[Comparison]:  # noqa: B008 - frozen
+    """The whole-run baseline: the run's totals against the whole-run models (input descriptors only)."""
+    epoch_s = float(model.get("epoch_s", run.epoch_s))
+    out = []
+    for metric, actual in whole_run(run).items():
+        fitted = model["whole_run"].get(metric)
+        if fitted is None:
+            continue
+        found = _compare("run", "the whole run", metric, actual, fitted, inputs, epoch_s, options, True)
+        if found is not None:
+            found.model = "whole-run"
+            out.append(found)
+    return out
+
+
+def foreign_share(model: dict[str, Any], run: RunPhases) -> float:
+    """The share of the run's sampled program time spent in functions no training run ran (a run of
+    another program is near 1)."""
+    seen = set(model["program"].get("functions", []))
+    if not seen:
+        return 0.0
+    total = foreign = 0.0
+    for row in run.phases:
+        for function, share in row["profile"].items():
+            weight = share * row["seconds"]
+            total += weight
+            if function not in seen:
+                foreign += weight
+    return foreign / total if total > 0 else 0.0
+

@@ -1,0 +1,448 @@
+"""Per-phase models (phase-aware modeling): each phase's duration and resource use fitted from the input.
+
+For every phase label seen in enough training runs and every metric of :data:`PHASE_METRICS`, a model is
+chosen by the same cross-validated selection as ``mantispy fit`` (:mod:`mantispy.modeling.selection`:
+a constant, the input descriptors, or the input descriptors with the program's features and the
+*meta-inputs*, each in the additive and the multiplicative form). The meta-inputs are the paper's: the
+measured duration, CPU time and peak memory of the two phases that ran before this one in the same run
+(``meta:P1.wall_s``), so a phase whose cost follows an earlier phase's need not be explained by the input
+alone. A model that needs program features is fitted twice, with and without them: a run recorded
+outside a campaign (``mantispy record``) has its argv and input files, not its feature counts.
+
+Each model keeps the spread of its out-of-fold log residuals (median and 1.4826 x median absolute
+deviation): the scale an anomaly check measures a departure in. A whole-run model of each metric (the
+baseline the paper compares with) is fitted the same way from the input descriptors.
+
+The artefact is JSON (:func:`save` / :func:`load`)::
+
+    {"format": "mantispy-phase-model", "version": 1, "program": {...}, "options": {PhaseOptions},
+     "known": [[label, {function: share}], ...], "phases": {label: {"name", "runs", "order",
+     "metrics": {metric: {"model": MODEL, "portable": MODEL or absent, "residuals": {...}}}}},
+     "whole_run": {metric: {"model": MODEL, "residuals": {...}}}, "evaluation": {...}, "training": {...}}
+
+where MODEL is a ``mantispy fit`` model polynomial (:mod:`mantispy.modeling.evaluation` evaluates it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .detect import Known, PhaseOptions
+from .observe import PHASE_METRICS, RunPhases
+
+PHASE_MODEL_FORMAT = "mantispy-phase-model"
+PHASE_MODEL_VERSION = 1
+META_PREFIX = "meta:"
+META_METRICS = ("wall_s", "cpu_s", "peak_rss_bytes")
+WHOLE_RUN_METRICS = ("wall_s", "cpu_s", "cpu_percent", "peak_rss_bytes")
+IO_FLOOR_BYTES = 2.0**20  # a phase's IO is modelled when its training runs' median moves at least this much
+
+
+class PhaseModelError(Exception):
+    """Training data or a model file that cannot be used; one line naming it and the fix."""
+
+
+@dataclass
+class TrainingRun:
+    """One recorded run of the training set: its input, what it measured, phase by phase."""
+
+    input_id: str
+    inputs: dict[str, float]  # the input descriptor's numbers (``input:`` ids)
+    features: dict[str, float]  # the program's feature counts for this input (empty outside a campaign)
+    phases: RunPhases
+    whole: dict[str, float]  # whole-run metrics (see :func:`whole_run`)
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How per-phase models are fitted."""
+
+    min_runs: int = 8  # a phase seen in fewer training runs gets no model (a check calls it rare)
+    holdout: float = 0.25  # share of the inputs held out to report errors (then everything is refitted)
+    folds: int = 3  # cross-validation folds of the form selection (and of the LASSO's lambda inside each fit)
+    seed: int = 0
+    forms: tuple[tuple[str, int], ...] = (("polynomial", 1), ("log", 1))
+
+
+@dataclass
+class Program:
+    """What the model was trained on, so that a check on another program's run is refused."""
+
+    entry: str
+    campaign: str | None = None
+    functions: list[str] = field(default_factory=list)  # function labels seen in training (their union)
+    sampling: dict[str, Any] = field(default_factory=dict)  # rate, interval and mode of the training recordings
+
+
+def whole_run(phases: RunPhases) -> dict[str, float]:
+    """A run's totals from its recording: duration, CPU seconds of the samples, mean CPU use, peak RSS."""
+    totals: dict[str, float] = {"wall_s": sum(row["end"] - row["start"] for row in phases.phases),
+                                "cpu_s": sum(row["seconds"] for row in phases.phases)}
+    timed = [(row["cpu_percent"], row["end"] - row["start"]) for row in phases.phases if row.get("cpu_percent") is not None]
+    if timed and totals["wall_s"] > 0:
+        totals["cpu_percent"] = sum(v * s for v, s in timed) / sum(s for _, s in timed)
+    rss = [row["peak_rss_bytes"] for row in phases.phases if row.get("peak_rss_bytes") is not None]
+    if rss:
+        totals["peak_rss_bytes"] = max(rss)
+    return totals
+
+
+def meta_inputs(run: RunPhases, label: str) -> dict[str, float]:
+    """The meta-inputs of ``label`` in ``run``: the measured metrics of the two phases that first ran
+    before it (by label, so the same column means the same phase in every run)."""
+    order = run.order()
+    if label not in order:
+        return {}
+    measured = run.by_label()
+    before = order[: order.index(label)][-2:]
+    return {f"{META_PREFIX}{prior}.{metric}": measured[prior][metric]
+            for prior in before for metric in META_METRICS if metric in measured[prior]}
+
+
+def _estimator(candidate, options: ModelOptions):
+    from mantispy.modeling.spore import SporeRegressor
+
+    return SporeRegressor(degree=candidate.degree, form=candidate.form, cv=options.folds, random_state=options.seed)
+
+
+def _constant(value: float, metric: str) -> dict[str, Any]:
+    from mantispy.modeling.artefact import MODEL_FORMAT, MODEL_VERSION
+
+    return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "metric": metric, "method": "constant", "degree": 0,
+            "form": "polynomial", "intercept": float(value), "terms": [], "scaling": {}, "aliases": {}}
+
+
+def fit_one(rows: list[dict[str, float]], y: np.ndarray, groups: np.ndarray, input_columns: list[str],
+            program_columns: list[str], metric: str, options: ModelOptions) -> tuple[dict[str, Any], np.ndarray]:
+    """Choose and fit one model; returns its model JSON and its out-of-fold predictions."""
+    import pandas as pd
+
+    from mantispy.modeling import selection
+    from mantispy.modeling.artefact import from_estimator
+
+    frame = pd.DataFrame(rows).reindex(columns=sorted(set(input_columns) | set(program_columns))).fillna(0.0)
+    folds = max(2, min(options.folds, len(set(groups.tolist()))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chosen = selection.select(frame, program_columns, input_columns, y, groups, list(options.forms),
+                                  lambda c: _estimator(c, options), folds=folds, seed=options.seed)
+    assert chosen.chosen is not None
+    best = chosen.chosen
+    floor = float(np.min(y)) / 10
+    if best.candidate.view == "constant":
+        model = _constant(selection.constant_value(y), metric)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = _estimator(best.candidate, options).fit(frame[best.columns], y, groups=groups)
+        model = from_estimator(est, metric)
+    model["floor"] = floor
+    model["selection"] = {"chosen": best.candidate.label, "uses": uses(model), "cv_median_rel_error": None if math.isinf(best.error) else best.error,
+                          "reason": chosen.reason}
+    return model, np.maximum(best.predictions, floor)
+
+
+def uses(model: dict[str, Any]) -> str:
+    """What a fitted model reads, in words: a constant, input numbers, earlier phases, program features."""
+    names = list(model.get("scaling", {}))
+    parts = [word for word, found in (("inputs", any(n.startswith("input:") for n in names)),
+                                      ("earlier phases", any(n.startswith(META_PREFIX) for n in names)),
+                                      ("program features", needs_features(model))) if found]
+    return " + ".join(parts) if parts else "a constant"
+
+
+def residual_scale(predictions: np.ndarray, actual: np.ndarray) -> dict[str, float] | None:
+    """Median and robust spread (1.4826 x MAD) of log(actual / predicted): the scale anomalies are measured in."""
+    usable = (predictions > 0) & np.isfinite(predictions) & (actual > 0)
+    ratios = np.log(actual[usable] / predictions[usable])
+    if len(ratios) < 4:
+        return None
+    center = float(np.median(ratios))
+    spread = float(1.4826 * np.median(np.abs(ratios - center)))
+    return {"center": center, "spread": spread, "n": int(len(ratios)),
+            "median_rel_error": float(np.median(np.abs(np.expm1(ratios))))}
+
+
+def _phase_rows(runs: list[TrainingRun], label: str, metric: str, with_features: bool
+                ) -> tuple[list[dict[str, float]], np.ndarray, np.ndarray]:
+    rows, ys, groups = [], [], []
+    for run in runs:
+        measured = run.phases.by_label().get(label, {})
+        value = measured.get(metric)
+        if value is None or value <= 0:
+            continue
+        row = {**run.inputs, **meta_inputs(run.phases, label)}
+        if with_features:
+            row.update(run.features)
+        rows.append(row)
+        ys.append(value)
+        groups.append(run.input_id)
+    return rows, np.asarray(ys, dtype=float), np.asarray(groups)
+
+
+def _columns(rows: list[dict[str, float]]) -> tuple[list[str], list[str]]:
+    names = sorted({name for row in rows for name in row})
+    inputs = [n for n in names if n.startswith("input:")]
+    return inputs, names
+
+
+def _fit_all(runs: list[TrainingRun], labels: list[str], options: ModelOptions, with_features: bool
+             ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Models of every (label, metric) and of every whole-run metric, on ``runs``."""
+    phases: dict[str, dict[str, Any]] = {}
+    for label in labels:
+        metrics: dict[str, Any] = {}
+        for metric in PHASE_METRICS:
+            fitted = _fit_metric(runs, label, metric, options, with_features)
+            if fitted is not None:
+                metrics[metric] = fitted
+        phases[label] = metrics
+    whole: dict[str, Any] = {}
+    for metric in WHOLE_RUN_METRICS:
+        rows = [run.inputs for run in runs if run.whole.get(metric, 0) > 0]
+        y = np.asarray([run.whole[metric] for run in runs if run.whole.get(metric, 0) > 0], dtype=float)
+        groups = np.asarray([run.input_id for run in runs if run.whole.get(metric, 0) > 0])
+        if len(y) < options.min_runs:
+            continue
+        inputs, _ = _columns(rows)
+        model, oof = fit_one(rows, y, groups, inputs, [], metric, options)
+        whole[metric] = {"model": model, "residuals": residual_scale(oof, y)}
+    return phases, whole
+
+
+def _fit_metric(runs: list[TrainingRun], label: str, metric: str, options: ModelOptions, with_features: bool
+                ) -> dict[str, Any] | None:
+    rows, y, groups = _phase_rows(runs, label, metric, with_features=False)
+    if metric == "io_bytes" and (len(y) == 0 or float(np.median(y)) < IO_FLOOR_BYTES):
+        return None  # a phase that barely reads or writes (the sampler's own spool writes are counted too)
+    if len(y) < options.min_runs or len(y) < 0.8 * sum(label in run.phases.order() for run in runs):
+        return None  # a metric most runs of the phase cannot measure (IO that never happens, a phase too short to poll)
+    inputs, columns = _columns(rows)
+    portable, oof = fit_one(rows, y, groups, inputs, columns if columns != inputs else [], metric, options)
+    entry: dict[str, Any] = {"model": portable, "residuals": residual_scale(oof, y)}
+    if with_features:
+        rows_f, y_f, groups_f = _phase_rows(runs, label, metric, with_features=True)
+        inputs_f, columns_f = _columns(rows_f)
+        full, oof_f = fit_one(rows_f, y_f, groups_f, inputs_f, columns_f, metric, options)
+        if full["selection"]["chosen"].startswith("program") and not _uses_only(full, inputs_f, META_PREFIX):
+            entry = {"model": full, "residuals": residual_scale(oof_f, y_f), "portable": portable,
+                     "portable_residuals": entry["residuals"]}
+    return entry
+
+
+def _uses_only(model: dict[str, Any], inputs: list[str], prefix: str) -> bool:
+    return all(name in inputs or name.startswith(prefix) for name in model["scaling"])
+
+
+def needs_features(model: dict[str, Any]) -> bool:
+    """Whether a model polynomial reads program feature counts (not only input numbers and meta-inputs)."""
+    return any(not (name.startswith("input:") or name.startswith(META_PREFIX)) for name in model.get("scaling", {}))
+
+
+def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, program: Program,
+        options: ModelOptions = ModelOptions(), log=lambda _m: None) -> dict[str, Any]:  # noqa: B008 - frozen
+    """The phase model of a training set (see the module docstring); held-out errors in ``evaluation``."""
+    from mantispy.modeling.evaluation import predict
+
+    if len(runs) < options.min_runs:
+        raise PhaseModelError(f"{len(runs)} recorded run(s) with phases: per-phase models need at least "
+                              f"{options.min_runs}; profile more inputs with --sample")
+    counts = {label: sum(label in run.phases.order() for run in runs) for label, _ in known}
+    labels = [label for label, _ in known if counts[label] >= options.min_runs]
+    if not labels:
+        raise PhaseModelError(f"no phase is seen in {options.min_runs} or more of the {len(runs)} runs; profile "
+                              "more inputs, or find phases with a longer --epoch or a lower --similarity")
+    with_features = any(run.features for run in runs)
+    inputs_ids = sorted({run.input_id for run in runs})
+    rng = random.Random(options.seed)
+    held = set(rng.sample(inputs_ids, max(1, int(round(len(inputs_ids) * options.holdout))))) if len(inputs_ids) >= 8 else set()
+    evaluation: dict[str, Any] = {}
+    if held:
+        train = [run for run in runs if run.input_id not in held]
+        test = [run for run in runs if run.input_id in held]
+        log(f"held-out evaluation: fitting on {len(train)} run(s), testing on {len(test)}")
+        trained_phases, trained_whole = _fit_all(train, labels, options, with_features)
+        evaluation = _evaluate(test, trained_phases, trained_whole, predict)
+    log(f"fitting {len(labels)} phase(s) on {len(runs)} run(s)")
+    phases, whole = _fit_all(runs, labels, options, with_features)
+    names: dict[str, str] = {}
+    order: dict[str, list[int]] = {}
+    for run in runs:
+        for position, label in enumerate(run.phases.order()):
+            order.setdefault(label, []).append(position)
+        for label, name in run.phases.names().items():
+            names.setdefault(label, name)
+    return {
+        "format": PHASE_MODEL_FORMAT, "version": PHASE_MODEL_VERSION,
+        "program": asdict(program), "options": asdict(phase_options),
+        "epoch_s": statistics.median(run.phases.epoch_s for run in runs),
+        "known": [[label, profile] for label, profile in known],
+        "phases": {label: {"name": names.get(label, label), "runs": counts[label],
+                           "position": statistics.median(order.get(label, [0])), "metrics": phases[label]}
+                   for label in labels},
+        "rare": {label: {"name": names.get(label, label), "runs": counts[label]} for label, _ in known if label not in labels},
+        "whole_run": whole,
+        "evaluation": evaluation,
+        "training": {"runs": len(runs), "inputs": len(inputs_ids), "held_out_inputs": len(held),
+                     "program_features": with_features, "options": {**asdict(options), "forms": [list(f) for f in options.forms]}},
+    }
+
+
+def _evaluate(test: list[TrainingRun], phases: dict[str, dict[str, Any]], whole: dict[str, Any], predict) -> dict[str, Any]:
+    """Held-out errors: per phase and metric; the run's duration as the sum of its phases' predicted
+    durations beside the whole-run model's."""
+    per_phase: dict[str, dict[str, Any]] = {}
+    sums, direct, actual_totals = [], [], []
+    for run in test:
+        measured = run.phases.by_label()
+        total = 0.0
+        complete = True
+        for label, values in measured.items():
+            for metric, value in values.items():
+                fitted = phases.get(label, {}).get(metric)
+                if fitted is None or value <= 0:
+                    if metric == "wall_s":
+                        complete = False
+                    continue
+                estimate = predict(fitted["model"], {**run.inputs, **run.features, **meta_inputs(run.phases, label)})
+                per_phase.setdefault(label, {}).setdefault(metric, []).append(abs(estimate - value) / value)
+                if metric == "wall_s":
+                    total += estimate
+        whole_model = whole.get("wall_s")
+        if complete and whole_model is not None and run.whole.get("wall_s", 0) > 0:
+            sums.append(total)
+            direct.append(predict(whole_model["model"], run.inputs))
+            actual_totals.append(run.whole["wall_s"])
+    out: dict[str, Any] = {"runs": len(test), "phases": {
+        label: {metric: {"median_rel_error": float(np.median(errors)), "n": len(errors)} for metric, errors in metrics.items()}
+        for label, metrics in per_phase.items()}}
+    if actual_totals:
+        actual = np.asarray(actual_totals)
+        out["total_wall_s"] = {
+            "sum_of_phases": float(np.median(np.abs(np.asarray(sums) - actual) / actual)),
+            "whole_run": float(np.median(np.abs(np.asarray(direct) - actual) / actual)),
+            "n": len(actual_totals),
+            "note": "sum of the predicted durations of the phases each run had (meta-inputs from its earlier phases)",
+        }
+    return out
+
+
+def save(model: dict[str, Any], path: Path) -> None:
+    """Write the phase model as JSON (atomically)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and check a phase model; raises PhaseModelError with one line naming the file and the fix."""
+    path = Path(path)
+    fix = "give a model written by mantispy phases --fit"
+    try:
+        model = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PhaseModelError(f"{path}: cannot read ({exc.strerror}); {fix}") from None
+    except ValueError:
+        raise PhaseModelError(f"{path}: not JSON; {fix}") from None
+    if not isinstance(model, dict) or model.get("format") != PHASE_MODEL_FORMAT:
+        raise PhaseModelError(f"{path}: not a mantispy phase model (field format); {fix}")
+    version = model.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > PHASE_MODEL_VERSION:
+        raise PhaseModelError(f"{path}: field version: {version!r} is not a phase model version this mantispy "
+                              f"reads ({PHASE_MODEL_VERSION}); upgrade mantispy or fit again")
+    problem = model_problem_of(model)
+    if problem is not None:
+        raise PhaseModelError(f"{path}: {problem}; {fix}")
+    return model
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _residuals_problem(residuals: Any) -> str | None:
+    if residuals is None:
+        return None
+    if (not isinstance(residuals, dict) or not _finite(residuals.get("center")) or abs(residuals["center"]) > 50
+            or not _finite(residuals.get("spread")) or not 0 <= residuals["spread"] <= 50):
+        return "expected {\"center\": a log ratio within +-50, \"spread\": from 0 to 50, ...} or null"
+    return None
+
+
+def _fitted_problem(fitted: Any, parts: tuple[str, ...]) -> str | None:
+    from mantispy.modeling.evaluation import model_problem
+
+    if not isinstance(fitted, dict) or "model" not in fitted:
+        return "expected {\"model\": ..., \"residuals\": ...}"
+    for part in parts:
+        if part in fitted:
+            problem = model_problem(fitted[part])
+            if problem is not None:
+                return f"{part}: {problem}"
+    for part in ("residuals", "portable_residuals"):
+        problem = _residuals_problem(fitted.get(part))
+        if problem is not None:
+            return f"{part}: {problem}"
+    return None
+
+
+def model_problem_of(model: dict[str, Any]) -> str | None:
+    """What makes a phase model unusable by a check (the field and what it must be), or None."""
+    for key, kind in (("program", dict), ("options", dict), ("known", list), ("phases", dict), ("whole_run", dict),
+                      ("rare", dict)):
+        if not isinstance(model.get(key), kind):
+            return f"field {key}: expected a JSON {'object' if kind is dict else 'list'}"
+    if not _finite(model.get("epoch_s")) or model["epoch_s"] <= 0:
+        return "field epoch_s: expected a number of seconds above 0"
+    defaults = asdict(PhaseOptions())
+    for name, value in model["options"].items():
+        if name not in defaults:
+            return f"field options.{name}: not a phase option this mantispy knows"
+        expected = defaults[name]
+        if name == "epoch_s":
+            if value is not None and not (_finite(value) and value > 0):
+                return "field options.epoch_s: expected a number above 0 or null"
+        elif isinstance(expected, bool):
+            if not isinstance(value, bool):
+                return f"field options.{name}: expected true or false"
+        elif isinstance(expected, int):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                return f"field options.{name}: expected a whole number >= 1"
+        elif not _finite(value) or value < 0:
+            return f"field options.{name}: expected a number >= 0"
+    for n, item in enumerate(model["known"]):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], dict)
+                or not all(isinstance(k, str) and _finite(v) for k, v in item[1].items())):
+            return f"field known[{n}]: expected [label, {{function: share}}]"
+    functions = model["program"].get("functions", [])
+    if not isinstance(functions, list) or not all(isinstance(f, str) for f in functions):
+        return "field program.functions: expected a list of function names"
+    sampling = model["program"].get("sampling", {})
+    if not isinstance(sampling, dict) or not all(_finite(sampling.get(k, 1.0)) and sampling.get(k, 1.0) > 0
+                                                 for k in ("rate", "interval")) \
+            or not isinstance(sampling.get("mode", "cpu"), str):
+        return "field program.sampling: expected {\"rate\": number, \"interval\": number, \"mode\": text}"
+    for label, phase in model["phases"].items():
+        metrics = phase.get("metrics") if isinstance(phase, dict) else None
+        if not isinstance(metrics, dict) or not isinstance(phase.get("name", ""), str):
+            return f"field phases.{label}: expected {{\"name\": text, \"metrics\": {{...}}}}"
+        for metric, fitted in metrics.items():
+            problem = _fitted_problem(fitted, ("model", "portable"))
+            if problem is not None:
+                return f"field phases.{label}.metrics.{metric}: {problem}"
+    for metric, fitted in model["whole_run"].items():
+        problem = _fitted_problem(fitted, ("model",))
+        if problem is not None:
+            return f"field whole_run.{metric}: {problem}"
+    return None

@@ -1,0 +1,223 @@
+"""Per-phase models and anomaly checks (issue 21): fitting, the departure rule, the model file's reader,
+and the real CLI on a campaign profiled with --sample."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mantispy.phases import model as phase_model
+from mantispy.phases.anomaly import CheckOptions, check
+from mantispy.phases.detect import PhaseOptions
+from mantispy.phases.model import ModelOptions, Program, TrainingRun, meta_inputs, whole_run
+from mantispy.phases.observe import RunPhases
+from mantispy.sampling.types import Recording
+from tests.helpers import json_paths, mutated, odd_json_values
+
+PROGRAMS = Path(__file__).parent / "programs"
+INJECT = Path(__file__).resolve().parents[1] / "benchmarks" / "anomaly_boot"
+CLI = [sys.executable, "-m", "mantispy"]
+KNOWN = [("P1", {"parse": 0.9, "main": 0.1}), ("P2", {"mix": 0.9, "main": 0.1})]
+
+
+def _phases(records: int, passes: int, rng: random.Random, slow: float = 1.0, cpu: float = 99.0,
+            extra: list[dict] | None = None) -> RunPhases:
+    """A run of two phases: P1 lasts 0.03 s per record, P2 0.03 s per record and pass (3 % noise)."""
+    load = 0.03 * records * rng.gauss(1, 0.03)
+    mix = 0.03 * records * passes * rng.gauss(1, 0.03) * slow
+    rows = [{"label": "P1", "start": 0.0, "end": load, "seconds": load, "name": "parse", "profile": KNOWN[0][1],
+             "cpu_percent": 99.0, "peak_rss_bytes": 30e6, "io_bytes": None},
+            {"label": "P2", "start": load, "end": load + mix, "seconds": mix * cpu / 99.0 / slow, "name": "mix",
+             "profile": KNOWN[1][1], "cpu_percent": cpu, "peak_rss_bytes": 30e6 + records * 1e5, "io_bytes": None}]
+    rows += extra or []
+    return RunPhases(Recording(0, ["phased.py"], 0.0, 1.0, "complete"), 0.1, int((load + mix) / 0.1), rows)
+
+
+def _inputs(records: int, passes: int) -> dict[str, float]:
+    return {"input:argv[--records]": float(records), "input:argv[--passes]": float(passes)}
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = random.Random(1)
+    runs = []
+    for n in range(32):
+        records, passes = 10 + (n * 7) % 21, 1 + (n * 5) % 4
+        phases = _phases(records, passes, rng)
+        runs.append(TrainingRun(f"i{n}", _inputs(records, passes), {}, phases, whole_run(phases)))
+    return phase_model.fit(runs, [tuple(k) for k in KNOWN], PhaseOptions(), Program("phased.py", functions=["parse", "mix", "main"]),
+                           ModelOptions(min_runs=8))
+
+
+def test_each_phase_is_modelled_from_its_inputs_with_held_out_errors(fitted, tmp_path):
+    assert set(fitted["phases"]) == {"P1", "P2"} and fitted["rare"] == {}
+    errors = fitted["evaluation"]["phases"]
+    assert errors["P1"]["wall_s"]["median_rel_error"] < 0.08 and errors["P2"]["wall_s"]["median_rel_error"] < 0.08
+    total = fitted["evaluation"]["total_wall_s"]
+    assert total["n"] == 8 and total["sum_of_phases"] < 0.08 and total["whole_run"] >= 0  # both reported
+    assert "inputs" in fitted["phases"]["P2"]["metrics"]["wall_s"]["model"]["selection"]["uses"]
+    path = tmp_path / "phases.json"
+    phase_model.save(fitted, path)
+    assert phase_model.load(path) == json.loads(path.read_text())
+
+
+def test_meta_inputs_are_the_two_phases_before():
+    run = _phases(10, 1, random.Random(0), extra=[
+        {"label": "P3", "start": 9, "end": 10, "seconds": 1, "name": "x", "profile": {}, "cpu_percent": None,
+         "peak_rss_bytes": None, "io_bytes": None}])
+    assert meta_inputs(run, "P1") == {}
+    assert set(meta_inputs(run, "P3")) == {f"meta:{p}.{m}" for p in ("P1", "P2") for m in ("wall_s", "cpu_s", "peak_rss_bytes")}
+    assert meta_inputs(run, "P9") == {}
+
+
+def test_the_check_names_the_phase_and_the_resource_that_departs(fitted):
+    rng = random.Random(7)
+    normal = check(fitted, _phases(18, 2, rng), _inputs(18, 2), None)
+    assert not normal.anomalous and not normal.departures
+    slowed = check(fitted, _phases(18, 2, rng, slow=1.6, cpu=60.0), _inputs(18, 2), None)
+    assert slowed.anomalous
+    assert {(d.phase, d.metric) for d in slowed.departures} >= {("P2", "wall_s"), ("P2", "cpu_percent")}
+    assert all(d.phase == "P2" for d in slowed.departures) and "P2 (mix): " in slowed.departures[0].describe()
+
+
+def test_a_small_difference_is_no_departure_however_sure_the_model_is(fitted):
+    run = _phases(18, 2, random.Random(7), slow=1.08)  # 8 %: beyond k spreads of a 3 % noise, below the 10 % floor
+    verdict = check(fitted, run, _inputs(18, 2), None, CheckOptions(k=1.0))
+    assert not any(d.metric == "wall_s" for d in verdict.departures)
+    strict = check(fitted, run, _inputs(18, 2), None, CheckOptions(k=1.0, min_relative=0.0, min_epochs=0.0))
+    assert any(d.metric == "wall_s" and d.phase == "P2" for d in strict.departures)
+
+
+def test_a_phase_the_model_never_saw_departs_when_it_lasts(fitted):
+    rng = random.Random(3)
+    new = {"label": "P3", "start": 2.0, "end": 3.0, "seconds": 1.0, "name": "gc", "profile": {"gc": 1.0},
+           "cpu_percent": 99.0, "peak_rss_bytes": 30e6, "io_bytes": None}
+    model = fitted
+    long = check(model, _phases(18, 2, rng, extra=[new]), _inputs(18, 2), None)
+    assert long.anomalous and [d.phase for d in long.departures] == ["P3"] and "never saw" in long.departures[0].describe()
+    brief = dict(new, end=2.1, seconds=0.1)
+    assert not check(model, _phases(18, 2, rng, extra=[brief]), _inputs(18, 2), None).anomalous
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_phase_model_reader_refuses_in_one_line_or_checks(fitted, tmp_path, data):
+    paths = list(json_paths(fitted, items=2))
+    path = data.draw(st.sampled_from(paths))
+    document = mutated(fitted, path, data.draw(odd_json_values()))
+    target = tmp_path / "m.json"
+    target.write_text(json.dumps(document), encoding="utf-8")
+    try:
+        model = phase_model.load(target)
+    except phase_model.PhaseModelError as exc:
+        assert str(target) in str(exc) and "\n" not in str(exc)
+        return
+    verdict = check(model, _phases(18, 2, random.Random(0)), _inputs(18, 2), None)
+    assert isinstance(verdict.anomalous, bool)
+    assert all(math.isfinite(c.expected) for c in verdict.comparisons if c.model != "none")
+
+
+# ---------------------------------------------------------------------------- the real CLI
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """The phased program profiled with --sample (12 inputs, each run instrumented and uninstrumented)
+    and its phase model."""
+    folder = tmp_path_factory.mktemp("phased") / "phased"
+    shutil.copytree(PROGRAMS / "phased", folder)
+    store = folder / "runs.db"
+    proc = subprocess.run([*CLI, "profile", "campaign.toml", "--store", str(store), "--sample", "--sample-interval",
+                           "0.1", "-q"], cwd=folder, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    fit = subprocess.run([*CLI, "phases", "--fit", "model.json", "--store", str(store)], cwd=folder,
+                         capture_output=True, text=True)
+    assert fit.returncode == 0, fit.stderr
+    return folder, store, fit.stdout
+
+
+def _check(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([*CLI, "check", "--model", "model.json", *args], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def _verdict(proc: subprocess.CompletedProcess) -> dict:
+    """The JSON verdict (after the checked program's own output, when check ran it)."""
+    return json.loads(proc.stdout[proc.stdout.index("\n{") + 1:] if not proc.stdout.startswith("{") else proc.stdout)
+
+
+def test_phases_fit_reports_per_phase_and_total_errors(campaign):
+    folder, _, text = campaign
+    model = phase_model.load(folder / "model.json")
+    assert {"P1", "P2"} <= set(model["phases"])  # load and crunch; report is too short to be seen in every run
+    assert "parse" in model["phases"]["P1"]["name"] and "mix" in model["phases"]["P2"]["name"]
+    assert model["program"]["sampling"]["interval"] == pytest.approx(0.1)
+    assert "held-out error: wall_s" in text and "run duration, held-out median error" in text
+
+
+def test_check_tells_a_normal_run_from_one_with_a_slowed_phase(campaign):
+    folder, _, _ = campaign
+    program = ["--", "phased.py", "--records", "15", "--passes", "2"]
+    normal = _check(folder, "--json", *program)
+    if _verdict(normal)["anomalous"]:  # a burst of machine load is an anomaly too: look once more
+        normal = _check(folder, "--json", *program)
+    assert normal.returncode == 0, normal.stderr
+    verdict = _verdict(normal)
+    assert verdict["anomalous"] is False, verdict["departures"]
+    assert "recorded command" in verdict["inputs_from"]
+    slowed = _check(folder, "--fail-on-anomaly", *program, env={"PYTHONPATH": str(INJECT),
+                                                               "MANTIS_INJECT_DELAY": "phased_steps:mix:0.01"})
+    assert slowed.returncode == 1, slowed.stdout + slowed.stderr
+    first = next(line for line in slowed.stdout.splitlines() if line.startswith("  departs: "))
+    assert "recording 2: ANOMALOUS" in slowed.stdout and first.startswith("  departs: P2 (") and "mix" in first
+    again = _check(folder, "last", "--store", ".mantis/record.db", "--json")  # the recording, checked again
+    assert json.loads(again.stdout)["anomalous"] is True
+
+
+def test_check_a_campaign_run_uses_its_input_and_features(campaign):
+    folder, store, _ = campaign
+    from mantispy.sampling.store import RecordingStore
+
+    with RecordingStore(store, create=False) as db:
+        rid = db.recordings()[-1].id
+    proc = _check(folder, str(rid), "--store", str(store), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "campaign 'phased'" in json.loads(proc.stdout)["inputs_from"]
+
+
+def test_check_refuses_bad_input_in_one_line(campaign, tmp_path):
+    folder, _, _ = campaign
+    other = tmp_path / "other.db"
+    from mantispy.sampling.recorder import RecordOptions, record
+
+    record(RecordOptions(["shares.py", "1", "3"], store=other, cwd=PROGRAMS / "sampled"))
+    foreign = _check(folder, "last", "--store", str(other))
+    assert foreign.returncode == 2 and "ran other code than the model's program" in foreign.stderr
+    assert len(foreign.stderr.strip().splitlines()) == 1
+    idle = tmp_path / "idle.py"
+    idle.write_text("pass\n", encoding="utf-8")
+    record(RecordOptions([str(idle)], store=other, cwd=tmp_path))
+    empty = _check(folder, "last", "--store", str(other))
+    assert empty.returncode == 2 and "has no sample" in empty.stderr
+    (tmp_path / "bad.json").write_text('{"format": "mantispy-model"}', encoding="utf-8")
+    bad = subprocess.run([*CLI, "check", "1", "--model", str(tmp_path / "bad.json")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a mantispy phase model" in bad.stderr
+    few = subprocess.run([*CLI, "phases", "--fit", str(tmp_path / "m.json"), "--store", str(other)], capture_output=True,
+                         text=True)
+    assert few.returncode == 2 and len(few.stderr.strip().splitlines()) == 1
+    keep = tmp_path / "notes.txt"
+    keep.write_text("mine", encoding="utf-8")
+    refused = subprocess.run([*CLI, "phases", "--fit", str(keep), "--store", str(folder / "runs.db")],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "will not write over it" in refused.stderr and keep.read_text() == "mine"
