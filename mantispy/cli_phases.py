@@ -32,13 +32,16 @@ from mantispy.sampling.store import RecordingError, RecordingStore
               help="Consecutive matching epochs that make a new phase (fewer are absorbed).")
 @click.option("--library", "include_library", is_flag=True,
               help="Count standard-library and installed packages' frames as the program's own.")
+@click.option("--depth", type=click.IntRange(0, 1000), default=4, show_default=True,
+              help="Only the outermost program frames of each sample count (0: every frame): a phase is what the "
+                   "program does at the top of its stack, while inner helpers change from one epoch to the next.")
 @click.option("--fit", "fit_path", type=click.Path(path_type=Path), default=None,
               help="Fit per-phase models on the campaign's sampled uninstrumented runs (the store of mantispy profile "
                    "SPEC --sample) and write them to this JSON file, for mantispy check.")
 @click.option("--campaign", "campaign_name", default=None, help="With --fit: the campaign (when the store has several).")
 @click.option("--json", "as_json", is_flag=True, help="Print the phases (with --fit: the held-out errors) as JSON.")
 def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float | None, min_share: float,
-           thresholds: tuple[float, float], confidence: int, include_library: bool, fit_path: Path | None,
+           thresholds: tuple[float, float], confidence: int, include_library: bool, depth: int, fit_path: Path | None,
            campaign_name: str | None, as_json: bool) -> None:
     """The phases of recorded runs (RUN: a number or 'last'; several, or --all, match phases across runs).
 
@@ -53,7 +56,8 @@ def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float 
     from mantispy.phases.detect import Known, PhaseOptions
 
     options = PhaseOptions(epoch_s=epoch_s, min_share=min_share, f_threshold=thresholds[0],
-                           t_threshold=thresholds[1], confidence=confidence, include_library=include_library)
+                           t_threshold=thresholds[1], confidence=confidence, include_library=include_library,
+                           depth=depth)
     if fit_path is not None:
         if runs or every:
             raise UserError("--fit uses every sampled uninstrumented run of the campaign; name no recording and no --all")

@@ -161,7 +161,7 @@ def test_phases_fit_reports_per_phase_and_total_errors(campaign):
     folder, _, text = campaign
     model = phase_model.load(folder / "model.json")
     assert {"P1", "P2"} <= set(model["phases"])  # load and crunch; report is too short to be seen in every run
-    assert "parse" in model["phases"]["P1"]["name"] and "mix" in model["phases"]["P2"]["name"]
+    assert "load" in model["phases"]["P1"]["name"] and "crunch" in model["phases"]["P2"]["name"]
     assert model["program"]["sampling"]["interval"] == pytest.approx(0.1)
     assert "held-out error: wall_s" in text and "run duration, held-out median error" in text
 
@@ -180,7 +180,7 @@ def test_check_tells_a_normal_run_from_one_with_a_slowed_phase(campaign):
                                                                "MANTIS_INJECT_DELAY": "phased_steps:mix:0.01"})
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr
     first = next(line for line in slowed.stdout.splitlines() if line.startswith("  departs: "))
-    assert "recording 2: ANOMALOUS" in slowed.stdout and first.startswith("  departs: P2 (") and "mix" in first
+    assert "recording 2: ANOMALOUS" in slowed.stdout and first.startswith("  departs: P2 (") and "crunch" in first
     again = _check(folder, "last", "--store", ".mantis/record.db", "--json")  # the recording, checked again
     assert json.loads(again.stdout)["anomalous"] is True
 

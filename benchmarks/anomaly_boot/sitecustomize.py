@@ -2,8 +2,10 @@
 
 Put this file's folder on ``PYTHONPATH`` and set one or more of:
 
-* ``MANTIS_INJECT_DELAY=module:function:seconds``: once ``module`` is imported, each call of its
-  ``function`` first sleeps ``seconds`` (a slowed phase; the program's code is not touched);
+* ``MANTIS_INJECT_DELAY=module:function:seconds[:busy]``: once ``module`` is imported, each call of
+  its ``function`` (or ``Class.method``) first sleeps ``seconds``, or with ``busy`` spends that much CPU
+  time (a slowed phase, as redundant work would slow it; the program's code is not touched). The
+  wrapper's frame is marked as nobody's (a ``<...>`` file name), so samples see the wrapped function;
 * ``MANTIS_INJECT_BALLOON=mib:at_s:hold_s``: a thread allocates and touches ``mib`` MiB ``at_s``
   seconds after start, holds it ``hold_s`` seconds, then frees it (a memory balloon);
 * ``MANTIS_INJECT_IO_STALL=suffix:seconds``: each ``open()`` of a file whose name ends with ``suffix``
@@ -27,10 +29,15 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _delayed(function, seconds):
+def _delayed(function, seconds, busy):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        time.sleep(seconds)
+        if busy:
+            end = time.process_time() + seconds
+            while time.process_time() < end:
+                pass
+        else:
+            time.sleep(seconds)
         return function(*args, **kwargs)
 
     # a file name in <...> marks the frame as no program's: samples and phases see the function it wraps
@@ -41,8 +48,8 @@ def _delayed(function, seconds):
 class _WrapAfterImport(importlib.abc.MetaPathFinder):
     """Wraps ``module.function`` with a delay as soon as ``module`` has been executed."""
 
-    def __init__(self, module, function, seconds):
-        self.module, self.function, self.seconds = module, function, seconds
+    def __init__(self, module, function, seconds, busy):
+        self.module, self.function, self.seconds, self.busy = module, function, seconds, busy
 
     def find_spec(self, fullname, path, target=None):
         if fullname != self.module:
@@ -68,14 +75,18 @@ class _WrapAfterImport(importlib.abc.MetaPathFinder):
         return spec
 
     def wrap(self, module):
-        target = getattr(module, self.function, None)
+        *path, name = self.function.split(".")
+        owner = module
+        for part in path:
+            owner = getattr(owner, part, None)
+        target = getattr(owner, name, None)
         if callable(target):
-            setattr(module, self.function, _delayed(target, self.seconds))
+            setattr(owner, name, _delayed(target, self.seconds, self.busy))
 
 
 def _delay(text):
-    module, function, seconds = text.rsplit(":", 2)
-    finder = _WrapAfterImport(module, function, float(seconds))
+    module, function, seconds, *mode = text.split(":")
+    finder = _WrapAfterImport(module, function, float(seconds), mode == ["busy"])
     if module in sys.modules:
         finder.wrap(sys.modules[module])
     else:

@@ -58,13 +58,17 @@ class Comparison:
     expected: float
     z: float
     departs: bool
-    model: str = "phase"  # which model gave the estimate: phase, portable (no program features), whole-run, none
+    model: str = "phase"  # the estimate's source: phase, portable (no program features), whole-run, longest
+    #                       (the longest a rare phase lasted in training), none (a phase never seen)
 
     def describe(self) -> str:
         """One line: the phase, the resource, and how far it is from its estimate."""
         word = METRIC_WORDS.get(self.metric, self.metric)
         if self.model == "none":
             return f"{self.phase} ({self.name}): a phase the model never saw, {_fmt(self.metric, self.actual)}"
+        if self.model == "longest":
+            return (f"{self.phase} ({self.name}): a phase too rare to model lasted {_fmt(self.metric, self.actual)}, "
+                    f"longer than any training run's {_fmt(self.metric, self.expected)}")
         ratio = self.actual / self.expected if self.expected > 0 else math.inf
         return (f"{self.phase} ({self.name}): {word} {_fmt(self.metric, self.actual)} against "
                 f"{_fmt(self.metric, self.expected)} expected ({ratio:.2f}x, z {self.z:+.1f})")
@@ -132,11 +136,21 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
         fitted_phase = model["phases"].get(label)
         if fitted_phase is None:
             share = values["wall_s"] / total
-            rare = label in model.get("rare", {})
-            if share >= options.new_phase_share and not rare:
-                comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], 0.0, math.inf, True, "none"))
-            elif rare:
-                notes.append(f"{label} ran {values['wall_s']:.2f} s; it was too rare in training to have a model")
+            rare = model.get("rare", {}).get(label)
+            if rare is None:
+                if share >= options.new_phase_share:
+                    comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], 0.0, math.inf, True,
+                                                  "none"))
+                continue
+            longest = float(rare.get("max_wall_s", 0.0)) if isinstance(rare, dict) else 0.0
+            beyond = values["wall_s"] - longest
+            if (share >= options.new_phase_share and beyond > options.min_relative * max(longest, 1e-9)
+                    and beyond > options.floor("wall_s", epoch_s)):
+                comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], longest, math.inf, True,
+                                              "longest"))
+            else:
+                notes.append(f"{label} ran {values['wall_s']:.2f} s; it was too rare in training to have a model "
+                             f"(longest seen {longest:.2f} s)")
             continue
         given = {**inputs, **(features or {}), **meta_inputs(run, label)}
         for metric, actual in values.items():

@@ -30,6 +30,8 @@ class PhaseOptions:
     t_threshold: float = 0.95  # paper: 0.95
     confidence: int = 3  # consecutive matching epochs that make a new phase
     include_library: bool = False  # count standard-library and site-packages frames as the program's
+    depth: int = 4  # only the outermost program frames of a sample count (0: all): a phase is what the program
+    #                 is doing at the top of its stack; inner helpers churn from one epoch to the next
 
     def epoch_for(self, rate: float) -> float:
         """Seconds per epoch for a recording sampled at ``rate`` Hz."""

@@ -45,9 +45,10 @@ def program_frames(frames: tuple[Frame, ...], include_library: bool, prefixes: t
 
 
 def epochs(store: RecordingStore, recording: Recording, epoch_s: float, window: Window = WHOLE,
-           include_library: bool = False) -> list[Epoch]:
+           include_library: bool = False, depth: int = 0) -> list[Epoch]:
     """The recording's samples (inside ``window``) in epochs of ``epoch_s`` seconds, from the first
-    sample's epoch to the last's (an epoch without samples is kept: an idle slice)."""
+    sample's epoch to the last's (an epoch without samples is kept: an idle slice). With ``depth``, only
+    the outermost ``depth`` program frames of each sample count (0: every frame)."""
     frames = store.frames(recording.id)
     prefixes = library_prefixes()
     on_stack: dict[int, set[str]] = {}
@@ -58,6 +59,8 @@ def epochs(store: RecordingStore, recording: Recording, epoch_s: float, window: 
         labels = on_stack.get(sample.stack)
         if labels is None:
             own = program_frames(frames.get(sample.stack, ()), include_library, prefixes)
+            if depth:
+                own = own[:depth]
             for frame in own:
                 seen.setdefault(frame.label(), frame)
             labels = on_stack[sample.stack] = {frame.label() for frame in own}

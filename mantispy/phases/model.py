@@ -289,12 +289,21 @@ def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, prog
         "phases": {label: {"name": names.get(label, label), "runs": counts[label],
                            "position": statistics.median(order.get(label, [0])), "metrics": phases[label]}
                    for label in labels},
-        "rare": {label: {"name": names.get(label, label), "runs": counts[label]} for label, _ in known if label not in labels},
+        "rare": {label: {"name": names.get(label, label), "runs": counts[label], **_longest(runs, label)}
+                 for label, _ in known if label not in labels},
         "whole_run": whole,
         "evaluation": evaluation,
         "training": {"runs": len(runs), "inputs": len(inputs_ids), "held_out_inputs": len(held),
                      "program_features": with_features, "options": {**asdict(options), "forms": [list(f) for f in options.forms]}},
     }
+
+
+def _longest(runs: list[TrainingRun], label: str) -> dict[str, float]:
+    """The longest a phase lasted in the training runs, in seconds and as a share of its run."""
+    spans = [(run.phases.by_label()[label]["wall_s"], run.whole.get("wall_s", 0.0)) for run in runs
+             if label in run.phases.order()]
+    return {"max_wall_s": max((wall for wall, _ in spans), default=0.0),
+            "max_share": max((wall / total for wall, total in spans if total > 0), default=0.0)}
 
 
 def _evaluate(test: list[TrainingRun], phases: dict[str, dict[str, Any]], whole: dict[str, Any], predict) -> dict[str, Any]:
@@ -417,8 +426,9 @@ def model_problem_of(model: dict[str, Any]) -> str | None:
             if not isinstance(value, bool):
                 return f"field options.{name}: expected true or false"
         elif isinstance(expected, int):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                return f"field options.{name}: expected a whole number >= 1"
+            least = 0 if name == "depth" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                return f"field options.{name}: expected a whole number >= {least}"
         elif not _finite(value) or value < 0:
             return f"field options.{name}: expected a number >= 0"
     for n, item in enumerate(model["known"]):
@@ -441,6 +451,9 @@ def model_problem_of(model: dict[str, Any]) -> str | None:
             problem = _fitted_problem(fitted, ("model", "portable"))
             if problem is not None:
                 return f"field phases.{label}.metrics.{metric}: {problem}"
+    for label, rare in model["rare"].items():
+        if not isinstance(rare, dict) or not _finite(rare.get("max_wall_s", 0.0)):
+            return f"field rare.{label}: expected {{\"max_wall_s\": number, ...}}"
     for metric, fitted in model["whole_run"].items():
         problem = _fitted_problem(fitted, ("model",))
         if problem is not None:

@@ -75,7 +75,7 @@ class RunPhases:
 def observe(store: RecordingStore, recording: Recording, options: PhaseOptions, known: Known) -> RunPhases:
     """The phases of one recording with their resources; raises PhaseDataError when it has none."""
     epoch = options.epoch_for(recording.rate)
-    found = epochs(store, recording, epoch, include_library=options.include_library)
+    found = epochs(store, recording, epoch, include_library=options.include_library, depth=options.depth)
     if not found:
         raise PhaseDataError(f"recording {recording.id} has no sample: there is nothing to find phases in "
                              "(record a run that uses CPU, or use --mode wall)")

@@ -1,0 +1,289 @@
+"""Per-phase models and anomaly detection on real programs (issue 21): held-out errors, FPR and FNR.
+
+    python benchmarks/bench_phases.py [--programs sqlparse,pycparser] [--train 40] [--per-kind 25]
+
+For each program of the suite (its real workload in mode ``all``: every phase of the workload runs, one
+after the other, on one input file):
+
+Inputs: the suite generators' SQL scripts and C files (every mix, style, complexity and depth), sized for
+0.8-3 s of work each, with one set of workload options (``--mode all``), so that a run's phases last
+long enough for 0.1 s epochs and recur across runs (the suite's own inputs mostly run under a second and
+vary the options, which gives every run phases of its own).
+
+1. a campaign of ``--train`` inputs is profiled with ``mantispy profile --sample`` (each input once
+   instrumented, for its feature counts, and once as it is, sampled at 100 Hz with resources every
+   0.1 s); ``mantispy phases --fit`` models every phase and the whole run, and reports held-out errors;
+2. for each anomaly kind, ``2 x --per-kind`` further inputs (none seen in training) run through
+   ``mantispy check --model ... -- workload.py ARGS``, half of them normal and half with the anomaly
+   injected from outside the program, in a shuffled order (seeded): a CPU hog (one busy process per
+   core, for the whole run), a memory balloon (a preloaded thread that allocates and touches 128 MiB
+   0.2 s into the run and keeps it), an IO stall (each open() of the input file first waits 0.5 s), a
+   slowed phase (a preloaded wrapper that spends 0.3 s of CPU before each call of one function of one
+   phase: sqlparse.split, or pycparser's CParser.parse);
+3. the false positive rate (normal runs flagged) and false negative rate (anomalous runs not flagged)
+   of the phase-aware check, and of the whole-run threshold baseline (the same rule on the run's
+   totals), per kind.
+
+Everything runs through the real CLI. Results go to RESULTS.md (section bench_phases) and, with every
+verdict, to the work folder's results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE / "suite"))
+
+from benchmarks.results import machine_fingerprint, write_section  # noqa: E402
+
+CLI = [sys.executable, "-m", "mantispy"]
+INJECT = HERE / "anomaly_boot"
+KINDS = ("cpu_hog", "memory_balloon", "io_stall", "slowed_phase")
+SLOWED = {"sqlparse": "sqlparse:split:0.3:busy", "pycparser": "pycparser.c_parser:CParser.parse:0.3:busy"}
+SUFFIX = {"sqlparse": ".sql", "pycparser": ".c"}
+PYCPARSER_CHARS_PER_S = 120_000  # mode all on this machine (about 130 kB/s measured on mixed-style files)
+
+
+def _suite_module(name: str):
+    """The suite generator module of one program (benchmarks/suite/NAME/inputs.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"suite_{name}_inputs", HERE / "suite" / name / "inputs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def phase_inputs(name: str, folder: Path, count: int, seed: int) -> list[dict]:
+    """``count`` inputs of one program in its workload's multi-phase mode ``all`` with one set of options,
+    made by the suite generator's own synthesizers (every SQL mix and complexity, every C style and
+    depth), each sized for 0.8-3 s of work (log-uniform), long enough for 0.1 s epochs to resolve its phases."""
+    suite = _suite_module(name)
+    rng = random.Random(seed)
+    out = folder / "inputs" / "phases"
+    out.mkdir(parents=True, exist_ok=True)
+    records = []
+    pools: dict = {}
+    sql_pools = suite.Pools(seed) if name == "sqlparse" else None
+    for n in range(count):
+        seconds = 0.8 * (3.0 / 0.8) ** rng.random()
+        if name == "sqlparse":
+            mix, complexity = rng.choice(list(suite.MIXES)), rng.choice((1, 1, 2, 2, 3, 4))
+            size = int(seconds / suite.SECONDS_PER_MB["all", True] * 1e6)
+            path = out / f"p{n:04d}-{mix}-c{complexity}.sql"
+            text = sql_pools.script(random.Random(rng.getrandbits(32)), mix, complexity, rng.choice((0.0, 0.1, 0.4)),
+                                    rng.choice((0.05, 0.3, 0.7)), size)
+            argv = ["--mode", "all", "--reindent", "--keyword-case", "upper"]
+        else:
+            style, depths = rng.choice(list(suite.STYLES)), (rng.choice((1, 2, 3, 4)), rng.choice((1, 2, 3, 4)))
+            size = int(seconds * PYCPARSER_CHARS_PER_S / suite.STYLE_COST[style])
+            key = (style, *depths)
+            if key not in pools:
+                pools[key] = suite.Gen(random.Random(f"{seed}:{style}:{depths}"), style, *depths)
+            path = out / f"p{n:04d}-{style}-e{depths[0]}n{depths[1]}.c"
+            text = pools[key].unit(random.Random(rng.getrandbits(32)), size)
+            argv = ["--mode", "all", "--dialect", "legacy"]
+        path.write_text(text, encoding="utf-8")
+        relative = path.relative_to(folder).as_posix()
+        records.append({"id": f"{name}-phases-{n:04d}", "argv": [*argv, relative], "files": [relative]})
+    return records
+
+
+def training_spec(folder: Path, name: str, inputs: list[dict]) -> Path:
+    """A campaign spec of the training inputs beside the suite's spec (same app, entry and environment)."""
+    lines = [f'name = "{name}-phases"', 'source = "app"', 'entry = "workload.py"', "timeout = 120",
+             'calibration_runs = "all"', "original_repeats = 1", "", "[env]", 'PYTHONHASHSEED = "0"',
+             'PYTHONDONTWRITEBYTECODE = ""', "", "[instrument]", "k = 0", 'only = ["loops", "calls"]', ""]
+    for record in inputs:
+        lines += ["[[inputs.list]]", f"id = {json.dumps(record['id'])}", f"argv = {json.dumps(record['argv'])}",
+                  f"files = {json.dumps(record['files'])}", ""]
+    spec = folder / "phases.toml"
+    spec.write_text("\n".join(lines), encoding="utf-8")
+    return spec
+
+
+def run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: float = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=timeout)
+
+
+def hog() -> list[subprocess.Popen]:
+    """One busy process per core."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+
+
+def check_run(folder: Path, name: str, record: dict, kind: str | None, store: Path) -> dict:
+    """Run one test input through mantispy check, with the anomaly ``kind`` injected (None: normal)."""
+    env = {"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": ""}
+    hogs: list[subprocess.Popen] = []
+    if kind == "cpu_hog":
+        hogs = hog()
+        time.sleep(0.2)
+    elif kind is not None:
+        env["PYTHONPATH"] = str(INJECT)
+        env.update({"memory_balloon": {"MANTIS_INJECT_BALLOON": "128:0.2:3600"},
+                    "io_stall": {"MANTIS_INJECT_IO_STALL": f"{SUFFIX[name]}:0.5"},
+                    "slowed_phase": {"MANTIS_INJECT_DELAY": SLOWED[name]}}[kind])
+    try:
+        proc = run([*CLI, "check", "--model", "model.json", "--store", str(store), "--json", "--",
+                    "app/workload.py", *record["argv"]], folder, env, timeout=600)
+    finally:
+        for process in hogs:
+            process.kill()
+            process.wait()
+    if proc.returncode != 0:
+        return {"input": record["id"], "kind": kind, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+    out = proc.stdout
+    verdict = json.loads(out[out.index("\n{") + 1:] if not out.startswith("{") else out)
+    top = verdict["departures"][0] if verdict["departures"] else None
+    return {"input": record["id"], "kind": kind, "anomalous": verdict["anomalous"],
+            "baseline": verdict["baseline"]["anomalous"],
+            "top": None if top is None else f"{top['phase']} {top['metric']} ({top['name'][:60]})",
+            "departures": [(d["phase"], d["metric"], round(d["z"], 1) if d["z"] != float("inf") else "new")
+                           for d in verdict["departures"]],
+            "baseline_departures": [(d["metric"], round(d["z"], 1)) for d in verdict["baseline"]["comparisons"]
+                                    if d["departs"]]}
+
+
+def program(name: str, work: Path, train: int, per_kind: int, seed: int, log) -> dict:
+    """Train on one program and check its test runs."""
+    from prepare import prepare
+
+    needed = train + 2 * per_kind * len(KINDS)
+    spec = prepare(name, work, count=1, seed=1)  # the app folder (a copy of the package) and the entry script
+    folder = spec.parent
+    inputs = phase_inputs(name, folder, needed, seed)
+    training, testing = inputs[:train], inputs[train:]
+    store = folder / "phases.db"
+    for stale in (store, folder / "checks.db", folder / "model.json"):
+        for path in (stale, Path(f"{stale}-wal"), Path(f"{stale}-shm")):
+            path.unlink(missing_ok=True)
+    began = time.perf_counter()
+    profiled = run([*CLI, "profile", str(training_spec(folder, name, training)), "--store", str(store), "--sample",
+                    "--sample-interval", "0.1", "-q"], folder)
+    if profiled.returncode != 0:
+        raise SystemExit(f"{name}: profile failed: {profiled.stderr.strip()[-500:]}")
+    log(f"{name}: profiled {train} inputs in {time.perf_counter() - began:.0f} s")
+    began = time.perf_counter()
+    fitted = run([*CLI, "phases", "--fit", "model.json", "--store", str(store)], folder)
+    if fitted.returncode != 0:
+        raise SystemExit(f"{name}: phases --fit failed: {fitted.stderr.strip()}")
+    log(fitted.stdout.strip())
+    fit_s = time.perf_counter() - began
+    model = json.loads((folder / "model.json").read_text())
+    plan = []
+    for n, kind in enumerate(KINDS):
+        chunk = testing[n * 2 * per_kind:(n + 1) * 2 * per_kind]
+        plan += [(record, kind, m % 2 == 1) for m, record in enumerate(chunk)]
+    random.Random(seed + 1).shuffle(plan)
+    results = []
+    for m, (record, kind, anomalous) in enumerate(plan):
+        outcome = check_run(folder, name, record, kind if anomalous else None, folder / "checks.db")
+        outcome["group"] = kind
+        results.append(outcome)
+        if m % 20 == 19:
+            log(f"{name}: {m + 1}/{len(plan)} checks")
+    return {"program": name, "fit_output": fitted.stdout, "fit_s": fit_s, "evaluation": model["evaluation"],
+            "phases": {label: phase["name"] for label, phase in model["phases"].items()},
+            "training_runs": model["training"]["runs"], "results": results}
+
+
+def rates(results: list[dict], kind: str, key: str) -> tuple[str, str]:
+    """FPR and FNR of one detector (``anomalous`` or ``baseline``) on one kind's runs."""
+    rows = [r for r in results if r["group"] == kind and "error" not in r]
+    normal = [r for r in rows if r["kind"] is None]
+    anomalous = [r for r in rows if r["kind"] is not None]
+    fp = sum(r[key] for r in normal)
+    fn = sum(not r[key] for r in anomalous)
+    return (f"{fp / len(normal):.2f} ({fp}/{len(normal)})" if normal else "-",
+            f"{fn / len(anomalous):.2f} ({fn}/{len(anomalous)})" if anomalous else "-")
+
+
+def table(outcomes: list[dict]) -> list[str]:
+    lines = ["| program | anomaly | phase-aware FPR | phase-aware FNR | whole-run FPR | whole-run FNR | "
+             "most frequent first departure |", "|---|---|---|---|---|---|---|"]
+    for outcome in outcomes:
+        for kind in KINDS:
+            fpr, fnr = rates(outcome["results"], kind, "anomalous")
+            bfpr, bfnr = rates(outcome["results"], kind, "baseline")
+            tops = [r["top"].split(" (")[0] for r in outcome["results"]
+                    if r["group"] == kind and r["kind"] is not None and r.get("top")]
+            common = max(set(tops), key=tops.count) if tops else "-"
+            lines.append(f"| {outcome['program']} | {kind} | {fpr} | {fnr} | {bfpr} | {bfnr} | "
+                         f"{common} ({tops.count(common) if tops else 0}/{len(tops)}) |")
+    return lines
+
+
+def accuracy(outcomes: list[dict]) -> list[str]:
+    lines = ["| program | phase | runs' phase name | held-out median error: duration / CPU time / CPU use / peak RSS |",
+             "|---|---|---|---|"]
+    for outcome in outcomes:
+        errors = outcome["evaluation"].get("phases", {})
+        for label, name in outcome["phases"].items():
+            cells = " / ".join(f"{errors.get(label, {}).get(m, {}).get('median_rel_error', float('nan')):.1%}"
+                               for m in ("wall_s", "cpu_s", "cpu_percent", "peak_rss_bytes"))
+            lines.append(f"| {outcome['program']} | {label} | {name[:70]} | {cells} |")
+    lines.append("")
+    for outcome in outcomes:
+        total = outcome["evaluation"].get("total_wall_s")
+        if total:
+            lines.append(f"- {outcome['program']}: run duration on {total['n']} held-out run(s), median error: sum of "
+                         f"the phases' models {total['sum_of_phases']:.1%}, whole-run model {total['whole_run']:.1%} "
+                         f"({outcome['training_runs']} training runs; fit {outcome['fit_s']:.0f} s).")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--programs", default="sqlparse,pycparser")
+    parser.add_argument("--train", type=int, default=40)
+    parser.add_argument("--per-kind", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--work", type=Path, default=HERE / "work" / "phases")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    outcomes = []
+    for name in args.programs.split(","):
+        outcomes.append(program(name, args.work, args.train, args.per_kind, args.seed, lambda m: print(m, flush=True)))
+        (args.work / "results.json").write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
+    errors = [r for o in outcomes for r in o["results"] if "error" in r]
+    elapsed = (time.perf_counter() - started) / 60
+    lines = [
+        f"Command: `python benchmarks/bench_phases.py --programs {args.programs} --train {args.train} --per-kind "
+        f"{args.per_kind}` ({elapsed:.0f} min). Suite workloads in mode `all`; {args.train} training inputs profiled "
+        "with `profile --sample` (100 Hz, resources every 0.1 s); per anomaly kind, "
+        f"{args.per_kind} normal and {args.per_kind} anomalous runs of unseen inputs, shuffled, each through "
+        "`mantispy check --json` with its defaults (k = 4 robust spreads, and at least 10 % and 2 epochs / 16 MiB / "
+        "10 CPU points). Anomalies (see the script): CPU hog = one busy process per core; memory balloon = 128 MiB "
+        "from 0.2 s on; IO stall = 0.5 s before each open of the input file; slowed phase = 0.3 s of CPU before each "
+        "call of one function of one phase. Whole-run baseline = the same rule on the run's totals (duration, CPU "
+        "time, CPU use, peak RSS) against whole-run models of the input descriptors.",
+        "",
+        "### Anomaly detection",
+        "",
+        *table(outcomes),
+        "",
+        "Goal: FPR <= 0.02 and FNR <= 0.05 per kind.",
+        *([f"{len(errors)} check(s) failed and are left out: {errors[0]['error']}"] if errors else []),
+        "",
+        "### Per-phase models on held-out inputs",
+        "",
+        *accuracy(outcomes),
+    ]
+    print("\n".join(lines))
+    write_section("bench_phases", "Phases: per-phase models and anomaly detection (issue 21)", machine_fingerprint(),
+                  lines)
+
+
+if __name__ == "__main__":
+    main()
