@@ -8,7 +8,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 LINT_STAMP := $(VENV)/.lint-stamp
 DEMO := demo-out
 
-.PHONY: demo test lint bench bench-quick bench-components clean
+.PHONY: demo test lint bench bench-quick bench-components bench-phases clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ bench-components: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_slicer.py
 	$(PY) benchmarks/bench_slicing.py
 	$(PY) benchmarks/bench_warm_evaluator.py
+
+# Per-phase models and anomaly detection on sqlparse and pycparser (about 40 minutes; RESULTS.md).
+bench-phases: $(BENCH_STAMP)
+	$(PY) benchmarks/bench_phases.py
 
 clean:
 	rm -rf $(DEMO) benchmarks/work

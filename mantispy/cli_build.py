@@ -245,12 +245,22 @@ def load_predictor(folder: Path):
 @click.command()
 @click.argument("predictor", type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out", default=Path("report.html"), show_default=True, type=click.Path(path_type=Path), help="HTML file to write.")
-def report(predictor: Path, out: Path) -> None:
+@click.option("--phases", "phases_path", default=None, type=click.Path(path_type=Path),
+              help="A phase model (mantispy phases --fit) of the campaign: the report shows its phases across runs.")
+def report(predictor: Path, out: Path, phases_path: Path | None) -> None:
     """Write a static HTML report of a predictor build (scatter plots, λ path, features, rounds, costs)."""
     from mantispy.report import ReportError, write_report
 
+    phase_model = None
+    if phases_path is not None:
+        from mantispy.phases.model import PhaseModelError, load
+
+        try:
+            phase_model = load(phases_path)
+        except PhaseModelError as exc:
+            raise UserError(str(exc)) from None
     try:
-        path = write_report(predictor, out)
+        path = write_report(predictor, out, phase_model)
     except ReportError as exc:
         raise UserError(str(exc)) from None
     try:

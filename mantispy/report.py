@@ -58,16 +58,17 @@ def load_build(build_dir: Path) -> dict[str, Any]:
         raise ReportError(str(exc)) from None
 
 
-def write_report(build_dir: Path, out: Path) -> Path:
+def write_report(build_dir: Path, out: Path, phases: dict[str, Any] | None = None) -> Path:
     """Render ``build_dir/build.json`` into the HTML file ``out`` (written atomically); returns ``out``. An
-    existing ``out`` is replaced only if it is an earlier mantispy report."""
+    existing ``out`` is replaced only if it is an earlier mantispy report. ``phases``: a phase model
+    (``mantispy phases --fit``) whose phases across runs the report shows too."""
     out = Path(out)
     try:
         check_file(out, is_report, "mantispy report")
     except OutputError as exc:
         raise ReportError(str(exc)) from None
     build = load_build(build_dir)
-    page = render_report(build)
+    page = render_report(build, phases)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")
@@ -1019,8 +1020,9 @@ def _csp_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def render_report(build: dict) -> str:
-    """The whole report page for a build dict (``build.json`` contents) as one HTML string."""
+def render_report(build: dict, phases: dict[str, Any] | None = None) -> str:
+    """The whole report page for a build dict (``build.json`` contents) as one HTML string, with a phase
+    model's phases across runs when ``phases`` is given."""
     global _chart_ids
     if not isinstance(build, dict):
         raise ReportError(f"a build must be a JSON object, not {type(build).__name__}")
@@ -1051,6 +1053,12 @@ def render_report(build: dict) -> str:
         ("evaluator", "Evaluator cost", _evaluator(build),
          "Time the feature evaluator takes per input, as a fraction of the program's own run time."),
     ]
+    if phases is not None:
+        from mantispy.phases.report_section import phases_section
+
+        sections.append(("phases", "Phases across runs", phases_section(phases),
+                         "The phases the sampled runs went through (mantispy phases --fit), their per-phase models "
+                         "and held-out errors."))
     nav = "".join(f'<a href="#{anchor}">{_e(title)}</a>' for anchor, title, _, _ in sections)
     body = "".join(_section(anchor, title, html_, intro) for anchor, title, html_, intro in sections)
     name = build.get("name") or "(unnamed program)"

@@ -108,6 +108,22 @@ def test_a_phase_the_model_never_saw_departs_when_it_lasts(fitted):
     assert not check(model, _phases(18, 2, rng, extra=[brief]), _inputs(18, 2), None).anomalous
 
 
+def test_a_rare_phase_departs_only_when_it_outlasts_every_training_run(fitted):
+    import copy
+
+    model = copy.deepcopy(fitted)
+    model["rare"]["P3"] = {"name": "idle (no sample)", "runs": 3, "max_wall_s": 0.4, "max_share": 0.2}
+    rng = random.Random(5)
+
+    def idle(seconds: float) -> dict:
+        return {"label": "P3", "start": 5.0, "end": 5.0 + seconds, "seconds": 0.0, "name": "idle (no sample)",
+                "profile": {}, "cpu_percent": None, "peak_rss_bytes": None, "io_bytes": None}
+
+    assert not check(model, _phases(18, 2, rng, extra=[idle(0.4)]), _inputs(18, 2), None).anomalous
+    long = check(model, _phases(18, 2, rng, extra=[idle(1.0)]), _inputs(18, 2), None)
+    assert long.anomalous and "longer than any training run's 0.40 s" in long.departures[0].describe()
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_phase_model_reader_refuses_in_one_line_or_checks(fitted, tmp_path, data):
@@ -221,3 +237,18 @@ def test_check_refuses_bad_input_in_one_line(campaign, tmp_path):
     refused = subprocess.run([*CLI, "phases", "--fit", str(keep), "--store", str(folder / "runs.db")],
                              capture_output=True, text=True)
     assert refused.returncode == 2 and "will not write over it" in refused.stderr and keep.read_text() == "mine"
+
+
+def test_the_build_report_shows_the_phases_across_runs(fitted):
+    import copy
+
+    from mantispy.report import render_report
+    from tests.test_report import make_build
+
+    model = copy.deepcopy(fitted)
+    model["phases"]["P2"]["name"] = "<script>alert(1)</script> mix"
+    page = render_report(make_build(), model)
+    assert 'id="phases"' in page and "Phases across runs" in page
+    assert page.count('data-phase="P') == 2 and "&lt;script&gt;alert(1)&lt;/script&gt; mix" in page
+    assert "<script>alert(1)" not in page and "sum of the phases' models" in page
+    assert "Phases across runs" not in render_report(make_build())

@@ -46,6 +46,23 @@ def test_phases_recur_under_their_label_and_one_odd_epoch_is_not_a_phase():
     assert "gc" in [p.name().split(" ")[0] for p in one]  # with confidence 1, the odd epoch is a phase
 
 
+def test_a_short_start_belongs_to_the_phase_after_it():
+    plan = ["import"] * 2 + ["load"] * 6 + ["parse"] * 5
+    found = detect([_epoch(n, "main", step) for n, step in enumerate(plan)], PhaseOptions(confidence=3))
+    assert [p.label for p in found] == ["P1", "P2"] and found[0].start == 0 and found[0].epochs == 8
+    assert found[0].name().startswith("load")  # named by what it confirmed, not by the start-up
+
+
+def test_a_heavy_sample_is_spread_over_the_time_it_stands_for():
+    from mantispy.phases.epochs import _spread
+
+    assert _spread(0.55, 0.01, 0.1) == [(5, 0.01)]
+    spread = _spread(1.0, 0.4, 0.1)  # a long C call kept the sampler out for 0.4 s
+    assert [index for index, _ in spread] == [6, 7, 8, 9]
+    assert sum(share for _, share in spread) == pytest.approx(0.4)
+    assert all(share == pytest.approx(0.1) for _, share in spread)
+
+
 @pytest.fixture(scope="module")
 def shares_recording(tmp_path_factory):
     store = tmp_path_factory.mktemp("phases") / "rec.db"

@@ -4,7 +4,8 @@ Walking the epochs in time order, an epoch that matches the current phase's prof
 or above their thresholds) extends it. One that does not starts a *candidate*; the candidate becomes a
 phase once ``confidence`` consecutive epochs match it (the paper's confidence rule, so that one odd
 epoch is not a phase); until then its epochs are absorbed into the current phase if the current phase
-resumes. Each phase is then compared with the earlier ones: a match reuses the earlier phase's label
+resumes; a start shorter than ``confidence`` epochs (start-up, imports) belongs to the phase after it. Each
+phase is then compared with the earlier ones: a match reuses the earlier phase's label
 (P1, P2, ...), so a run that alternates between two stable behaviours reads P1 P2 P1 P2.
 """
 
@@ -159,6 +160,15 @@ def detect(epochs: list[Epoch], options: PhaseOptions = PhaseOptions(),  # noqa:
         for odd in candidate:
             current.add(odd, matched=False)
     segments.append(current)
+    if len(segments) > 1 and len(segments[0].epochs) < options.confidence:
+        first = segments.pop(0)  # a start too short to be a phase (interpreter start-up, imports): the next one's
+        merged = _Segment([])
+        for epoch in first.epochs:
+            merged.add(epoch, matched=False)
+        confirmed = {id(epoch) for epoch in segments[0].matched}
+        for epoch in segments[0].epochs:
+            merged.add(epoch, matched=id(epoch) in confirmed)
+        segments[0] = merged
     return _labelled(segments, options, [] if known is None else known)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sysconfig
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -38,16 +39,44 @@ def library_prefixes() -> tuple[str, ...]:
     return tuple(sorted({paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}))
 
 
+def recorder_prefix() -> str:
+    """Where mantispy's run-time files live (the sampler and its bootstrap): their frames (the sampler's
+    exit handler) are never the program's."""
+    from mantispy.runtime import sampler
+
+    return os.path.dirname(os.path.abspath(sampler.__file__)) + os.sep
+
+
 def program_frames(frames: tuple[Frame, ...], include_library: bool, prefixes: tuple[str, ...]) -> list[Frame]:
     """The frames of the program's own code (every real frame with ``include_library``), outermost first."""
-    return [frame for frame in frames if frame.file and not frame.file.startswith("<")
+    own = recorder_prefix()
+    return [frame for frame in frames if frame.file and not frame.file.startswith("<") and not frame.file.startswith(own)
             and (include_library or not frame.file.startswith(prefixes))]
+
+
+def _spread(t: float, weight: float, epoch_s: float) -> list[tuple[int, float]]:
+    """The epochs a sample taken at ``t`` stands for, with its weight's share in each: the time it weighs
+    lies just before it (a sample that weighs 0.4 s, taken after a long C call held the GIL and kept the
+    sampler out, covers the 0.4 s before it, not only the epoch it was taken in)."""
+    last = int(t // epoch_s)
+    if weight <= epoch_s * 0.5:
+        return [(last, weight)]
+    start = max(t - weight, 0.0)
+    if start >= t:
+        return [(last, weight)]
+    out = []
+    for index in range(int(start // epoch_s), last + 1):
+        overlap = min(t, (index + 1) * epoch_s) - max(start, index * epoch_s)
+        if overlap > 1e-9:  # not a float's rounding at an epoch's edge
+            out.append((index, weight * overlap / (t - start)))
+    return out or [(last, weight)]
 
 
 def epochs(store: RecordingStore, recording: Recording, epoch_s: float, window: Window = WHOLE,
            include_library: bool = False, depth: int = 0) -> list[Epoch]:
     """The recording's samples (inside ``window``) in epochs of ``epoch_s`` seconds, from the first
-    sample's epoch to the last's (an epoch without samples is kept: an idle slice). With ``depth``, only
+    sample's epoch to the last's (an epoch without samples is kept: an idle slice; a sample's weight is
+    spread over the time it stands for, see :func:`_spread`). With ``depth``, only
     the outermost ``depth`` program frames of each sample count (0: every frame)."""
     frames = store.frames(recording.id)
     prefixes = library_prefixes()
@@ -64,10 +93,10 @@ def epochs(store: RecordingStore, recording: Recording, epoch_s: float, window: 
             for frame in own:
                 seen.setdefault(frame.label(), frame)
             labels = on_stack[sample.stack] = {frame.label() for frame in own}
-        index = int((sample.t - recording.started - window.start) // epoch_s)
-        seconds[index] += sample.weight
-        for label in labels:
-            buckets[index][label] += sample.weight
+        for index, share in _spread(sample.t - recording.started - window.start, sample.weight, epoch_s):
+            seconds[index] += share
+            for label in labels:
+                buckets[index][label] += share
     if not seconds:
         return []
     out = []
