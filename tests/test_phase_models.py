@@ -97,15 +97,20 @@ def test_a_small_difference_is_no_departure_however_sure_the_model_is(fitted):
     assert any(d.metric == "wall_s" and d.phase == "P2" for d in strict.departures)
 
 
-def test_a_phase_the_model_never_saw_departs_when_it_lasts(fitted):
+def test_a_phase_the_model_never_saw_departs_when_the_program_waited_in_it(fitted):
     rng = random.Random(3)
-    new = {"label": "P3", "start": 2.0, "end": 3.0, "seconds": 1.0, "name": "gc", "profile": {"gc": 1.0},
-           "cpu_percent": 99.0, "peak_rss_bytes": 30e6, "io_bytes": None}
-    model = fitted
-    long = check(model, _phases(18, 2, rng, extra=[new]), _inputs(18, 2), None)
-    assert long.anomalous and [d.phase for d in long.departures] == ["P3"] and "never saw" in long.departures[0].describe()
-    brief = dict(new, end=2.1, seconds=0.1)
-    assert not check(model, _phases(18, 2, rng, extra=[brief]), _inputs(18, 2), None).anomalous
+    idle = {"label": "P3", "start": 2.0, "end": 3.0, "seconds": 0.02, "name": "idle (no sample)", "profile": {},
+            "cpu_percent": 2.0, "peak_rss_bytes": 30e6, "io_bytes": None}
+    stalled = check(fitted, _phases(18, 2, rng, extra=[idle]), _inputs(18, 2), None)
+    assert stalled.anomalous and [d.phase for d in stalled.departures] == ["P3"]
+    assert "never saw" in stalled.departures[0].describe()
+    brief = dict(idle, end=2.1)
+    assert not check(fitted, _phases(18, 2, rng, extra=[brief]), _inputs(18, 2), None).anomalous
+    computing = dict(idle, seconds=1.0, cpu_percent=99.0, profile={"gc": 1.0}, name="gc")
+    judged = check(fitted, _phases(18, 2, rng, extra=[computing]), _inputs(18, 2), None)
+    assert any(c.phase == "run" for c in judged.comparisons)  # judged through the whole run, which it lengthened
+    assert [d.phase for d in judged.departures] == ["run"] * len(judged.departures) and judged.departures
+    assert "judged through the whole run" in " ".join(judged.notes)
 
 
 def test_a_rare_phase_departs_only_when_it_outlasts_every_training_run(fitted):

@@ -7,8 +7,11 @@ the model's out-of-fold residuals: ``z = (log(actual / estimate) - center) / spr
 when |z| exceeds ``k`` *and* the difference is larger than the metric's floor (a share of the estimate,
 and an absolute amount: two epochs of time, some MiB, some CPU points), so that a model whose
 training runs agreed to the millisecond does not flag a millisecond. A phase the model never saw,
-lasting a noticeable share of the run, departs too. The run is anomalous when anything departs; the
-verdict names the departure with the largest |z| first.
+lasting a noticeable share of the run while the program waited (its samples stand for little CPU:
+a stall), departs too; one that computes is a behaviour no training run showed, which no phase model can
+judge, so the run's duration and CPU time are then judged by the whole-run models. A phase too rare in
+training to have models departs when it outlasts every training run. The run is anomalous when
+anything departs; the verdict names the departure with the largest |z| first.
 
 The whole-run baseline (the paper's comparison) applies the same rule to the run's totals only.
 """
@@ -25,6 +28,7 @@ from .model import meta_inputs, needs_features, whole_run
 from .observe import METRIC_WORDS, RunPhases
 
 MIB = 2.0**20
+IDLE_CPU_SHARE = 0.2  # a phase whose samples stand for less than this share of its time was waiting
 
 
 @dataclass(frozen=True)
@@ -132,15 +136,19 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
     total = sum(values["wall_s"] for values in measured.values()) or 1.0
     comparisons: list[Comparison] = []
     notes: list[str] = []
+    unjudged: list[str] = []
     for label, values in measured.items():
         fitted_phase = model["phases"].get(label)
         if fitted_phase is None:
             share = values["wall_s"] / total
             rare = model.get("rare", {}).get(label)
             if rare is None:
-                if share >= options.new_phase_share:
+                waiting = values.get("cpu_s", 0.0) < IDLE_CPU_SHARE * values["wall_s"]
+                if share >= options.new_phase_share and waiting:
                     comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], 0.0, math.inf, True,
                                                   "none"))
+                elif share >= options.new_phase_share:
+                    unjudged.append(label)
                 continue
             longest = float(rare.get("max_wall_s", 0.0)) if isinstance(rare, dict) else 0.0
             beyond = values["wall_s"] - longest
@@ -161,6 +169,9 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
             if found is not None:
                 comparisons.append(found)
     baseline = check_whole_run(model, run, inputs, options)
+    if unjudged:  # time the phase models cannot judge is judged with the run: the whole-run models
+        notes.append(f"{', '.join(unjudged)}: computing in a way no training run did; judged through the whole run")
+        comparisons += [c for c in baseline if c.metric in ("wall_s", "cpu_s")]
     departures = sorted((c for c in comparisons if c.departs), key=lambda c: -abs(c.z))
     if features is None and any(c.model == "portable" for c in comparisons):
         notes.append("no program features for this run: phases whose best model needs them used the model fitted "
