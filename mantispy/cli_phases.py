@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from mantispy.errors import UserError
+from mantispy.phases.model import PhaseModelError
 from mantispy.phases.observe import PhaseDataError, observe
 from mantispy.sampling.recorder import DEFAULT_STORE
 from mantispy.sampling.store import RecordingError, RecordingStore
@@ -38,7 +39,9 @@ from mantispy.sampling.store import RecordingError, RecordingStore
 @click.option("--fit", "fit_path", type=click.Path(path_type=Path), default=None,
               help="Fit per-phase models on the campaign's sampled uninstrumented runs (the store of mantispy profile "
                    "SPEC --sample) and write them to this JSON file, for mantispy check.")
-@click.option("--campaign", "campaign_name", default=None, help="With --fit: the campaign (when the store has several).")
+@click.option("--campaign", "campaign_name", default=None,
+              help="A campaign of the store (its name, or its spec file): the phases of its sampled runs (and with "
+                   "--fit, the one to model when the store has several).")
 @click.option("--json", "as_json", is_flag=True, help="Print the phases (with --fit: the held-out errors) as JSON.")
 def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float | None, min_share: float,
            thresholds: tuple[float, float], confidence: int, include_library: bool, depth: int, fit_path: Path | None,
@@ -58,28 +61,35 @@ def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float 
     options = PhaseOptions(epoch_s=epoch_s, min_share=min_share, f_threshold=thresholds[0],
                            t_threshold=thresholds[1], confidence=confidence, include_library=include_library,
                            depth=depth)
+    campaign_name = _campaign_name(campaign_name)
     if fit_path is not None:
         if runs or every:
             raise UserError("--fit uses every sampled uninstrumented run of the campaign; name no recording and no --all")
         _fit(store_path, campaign_name, options, fit_path, as_json)
         return
-    if not runs and not every:
-        raise UserError("name a recording (a number or 'last'), several, or --all")
+    if not runs and not every and campaign_name is None:
+        raise UserError("name a recording (a number or 'last'), several, --all, or --campaign")
     known: Known = []
     report = []
     try:
         with RecordingStore(store_path, create=False) as store:
-            if every:
+            if every or (campaign_name is not None and not runs):
                 chosen = [rec for rec in store.recordings() if store.counts(rec.id)[0] > 0]
+                if campaign_name is not None:
+                    from mantispy.phases.training import CampaignLink
+
+                    link = CampaignLink(store_path, campaign_name)
+                    chosen = [rec for rec in chosen if rec.run_id in link.run_input]
                 if not chosen:
-                    raise UserError(f"{store_path}: no recording with samples; record runs first")
+                    raise UserError(f"{store_path}: no recording with samples; record runs first (mantispy profile "
+                                    "SPEC --sample records a campaign's)")
             else:
                 chosen = [store.resolve(run) for run in runs]
             for recording in chosen:
                 found = observe(store, recording, options, known)
                 store.save_phases(recording.id, {**asdict(options), "epoch_s": found.epoch_s}, found.phases)
                 report.append((recording, found.epoch_s, found.epochs, found.phases))
-    except (RecordingError, PhaseDataError) as exc:
+    except (RecordingError, PhaseDataError, PhaseModelError) as exc:
         raise UserError(str(exc)) from None
     if as_json:
         click.echo(json.dumps([{"recording": rec.id, "run_id": rec.run_id, "epoch_s": epoch, "phases": rows}
@@ -99,6 +109,18 @@ def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float 
             having = sum(any(row["label"] == label for row in rows) for _, _, _, rows in report)
             name = next(row["name"] for _, _, _, rows in report for row in rows if row["label"] == label)
             click.echo(f"  {label:<4} in {having} run(s), median {statistics.median(spans):.2f} s: {name}")
+
+
+def _campaign_name(text: str | None) -> str | None:
+    """A campaign named by its name or by its spec file (whose name it takes)."""
+    if text is None or not text.endswith(".toml"):
+        return text
+    from mantispy.campaign import SpecError, load_spec
+
+    try:
+        return load_spec(Path(text)).name
+    except SpecError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _fit(store_path: Path, campaign_name: str | None, options, fit_path: Path, as_json: bool) -> None:

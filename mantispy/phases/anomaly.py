@@ -8,10 +8,10 @@ when |z| exceeds ``k`` *and* the difference is larger than the metric's floor (a
 and an absolute amount: two epochs of time, some MiB, some CPU points), so that a model whose
 training runs agreed to the millisecond does not flag a millisecond. A phase the model never saw,
 lasting a noticeable share of the run while the program waited (its samples stand for little CPU:
-a stall), departs too; one that computes is a behaviour no training run showed, which no phase model can
-judge, so the run's duration and CPU time are then judged by the whole-run models. A phase too rare in
-training to have models departs when it outlasts every training run. The run is anomalous when
-anything departs; the verdict names the departure with the largest |z| first.
+a stall), departs too; a phase too rare in training to have models departs when it outlasts every
+training run. When the phases no model can judge (unseen ones in which the program computed, rare
+ones) hold a noticeable share of the run, the run's totals are judged by the whole-run models as well.
+The run is anomalous when anything departs; the verdict names the departure with the largest |z| first.
 
 The whole-run baseline (the paper's comparison) applies the same rule to the run's totals only.
 """
@@ -147,7 +147,7 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
                 if share >= options.new_phase_share and waiting:
                     comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], 0.0, math.inf, True,
                                                   "none"))
-                elif share >= options.new_phase_share:
+                else:
                     unjudged.append(label)
                 continue
             longest = float(rare.get("max_wall_s", 0.0)) if isinstance(rare, dict) else 0.0
@@ -157,6 +157,7 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
                 comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], longest, math.inf, True,
                                               "longest"))
             else:
+                unjudged.append(label)
                 notes.append(f"{label} ran {values['wall_s']:.2f} s; it was too rare in training to have a model "
                              f"(longest seen {longest:.2f} s)")
             continue
@@ -169,9 +170,11 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
             if found is not None:
                 comparisons.append(found)
     baseline = check_whole_run(model, run, inputs, options)
-    if unjudged:  # time the phase models cannot judge is judged with the run: the whole-run models
-        notes.append(f"{', '.join(unjudged)}: computing in a way no training run did; judged through the whole run")
-        comparisons += [c for c in baseline if c.metric in ("wall_s", "cpu_s")]
+    uncovered = sum(measured[label]["wall_s"] for label in unjudged)
+    if uncovered >= options.new_phase_share * total:  # time no phase model can judge is judged with the whole run
+        notes.append(f"{', '.join(unjudged)} ({uncovered:.2f} s) had no phase model: the run's totals were judged "
+                     "by the whole-run models too")
+        comparisons += baseline
     departures = sorted((c for c in comparisons if c.departs), key=lambda c: -abs(c.z))
     if features is None and any(c.model == "portable" for c in comparisons):
         notes.append("no program features for this run: phases whose best model needs them used the model fitted "
