@@ -76,15 +76,21 @@ def save(model: dict[str, Any], path: Path) -> None:
     tmp.replace(path)
 
 
+def read_json(path: Path, fix: str, error: type[Exception]) -> Any:
+    """The JSON document in ``path``; ``error`` with one line naming the file and ``fix`` when it cannot be
+    read or is not JSON."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror}); {fix}") from None
+    except ValueError:
+        raise error(f"{path}: not JSON; {fix}") from None
+
+
 def load(path: Path) -> dict[str, Any]:
     """Read and check a model JSON."""
     path = Path(path)
-    try:
-        model = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ModelFileError(f"{path}: cannot read ({exc.strerror}); give a model written by mantispy fit") from None
-    except ValueError:
-        raise ModelFileError(f"{path}: not JSON; give a model written by mantispy fit") from None
+    model = read_json(path, "give a model written by mantispy fit", ModelFileError)
     if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
         raise ModelFileError(f"{path}: not a mantispy model; give a model written by mantispy fit")
     if model.get("form", "polynomial") not in ("polynomial", "log"):

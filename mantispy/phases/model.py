@@ -25,7 +25,6 @@ where MODEL is a ``mantispy fit`` model polynomial (:mod:`mantispy.modeling.eval
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import statistics
@@ -346,24 +345,19 @@ def _evaluate(test: list[TrainingRun], phases: dict[str, dict[str, Any]], whole:
 
 
 def save(model: dict[str, Any], path: Path) -> None:
-    """Write the phase model as JSON (atomically)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    """Write the phase model as JSON (atomically, as ``mantispy fit`` writes its models)."""
+    from mantispy.modeling import artefact
+
+    artefact.save(model, path)
 
 
 def load(path: Path) -> dict[str, Any]:
     """Read and check a phase model; raises PhaseModelError with one line naming the file and the fix."""
+    from mantispy.modeling.artefact import read_json
+
     path = Path(path)
     fix = "give a model written by mantispy phases --fit"
-    try:
-        model = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PhaseModelError(f"{path}: cannot read ({exc.strerror}); {fix}") from None
-    except ValueError:
-        raise PhaseModelError(f"{path}: not JSON; {fix}") from None
+    model = read_json(path, fix, PhaseModelError)
     if not isinstance(model, dict) or model.get("format") != PHASE_MODEL_FORMAT:
         raise PhaseModelError(f"{path}: not a mantispy phase model (field format); {fix}")
     version = model.get("version")
