@@ -7,7 +7,10 @@ in which the program runs a stable set of functions with a stable distribution.
 * :mod:`.similarity`: the paper's two match metrics, f_sim (shared functions) and t_sim (squared-chord
   similarity of their time shares);
 * :mod:`.detect`: consecutive matching epochs grouped into phases, with a confidence rule so that one
-  odd epoch is not a phase, and phases that recur labelled alike.
-
-Per-phase models and anomaly detection (the rest of issue 21) build on these phases.
+  odd epoch is not a phase, and phases that recur labelled alike;
+* :mod:`.observe`: each phase's duration, CPU time, CPU use, peak RSS and IO from the recording;
+* :mod:`.training`: a campaign's sampled uninstrumented runs with their inputs and features;
+* :mod:`.model`: per-phase models (and whole-run ones) with their residual spreads, as JSON;
+* :mod:`.anomaly`: ``mantispy check``'s rule: which phase and resource of a run departs;
+* :mod:`.report_section`: the build report's "Phases across runs".
 """
