@@ -152,9 +152,9 @@ def check_run(folder: Path, name: str, record: dict, kind: str | None, store: Pa
     return {"input": record["id"], "kind": kind, "anomalous": verdict["anomalous"],
             "baseline": verdict["baseline"]["anomalous"],
             "top": None if top is None else f"{top['phase']} {top['metric']} ({top['name'][:60]})",
-            "departures": [(d["phase"], d["metric"], round(d["z"], 1) if d["z"] != float("inf") else "new")
+            "departures": [(d["phase"], d["metric"], round(d["z"], 1) if d["z"] is not None else "new")
                            for d in verdict["departures"]],
-            "baseline_departures": [(d["metric"], round(d["z"], 1)) for d in verdict["baseline"]["comparisons"]
+            "baseline_departures": [(d["metric"], d["z"] and round(d["z"], 1)) for d in verdict["baseline"]["comparisons"]
                                     if d["departs"]],
             "comparisons": [_compact(d) for d in verdict["comparisons"]],
             "baseline_comparisons": [_compact(d) for d in verdict["baseline"]["comparisons"]]}
@@ -162,9 +162,8 @@ def check_run(folder: Path, name: str, record: dict, kind: str | None, store: Pa
 
 def _compact(comparison: dict) -> list:
     """phase, metric, actual, expected, z (None for a phase never seen), departs."""
-    z = comparison["z"]
-    return [comparison["phase"], comparison["metric"], comparison["actual"], comparison["expected"],
-            None if z in (float("inf"), float("-inf")) else z, comparison["departs"], comparison["model"]]
+    return [comparison["phase"], comparison["metric"], comparison["actual"], comparison["expected"], comparison["z"],
+            comparison["departs"], comparison["model"]]
 
 
 def program(name: str, work: Path, train: int, per_kind: int, seed: int, log) -> dict:

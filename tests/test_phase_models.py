@@ -104,6 +104,7 @@ def test_a_phase_the_model_never_saw_departs_when_the_program_waited_in_it(fitte
     stalled = check(fitted, _phases(18, 2, rng, extra=[idle]), _inputs(18, 2), None)
     assert stalled.anomalous and [d.phase for d in stalled.departures] == ["P3"]
     assert "never saw" in stalled.departures[0].describe()
+    assert json.loads(json.dumps(stalled.to_dict(), allow_nan=False))["departures"][0]["z"] is None  # strict JSON
     brief = dict(idle, end=2.1)
     assert not check(fitted, _phases(18, 2, rng, extra=[brief]), _inputs(18, 2), None).anomalous
     computing = dict(idle, seconds=1.0, cpu_percent=99.0, profile={"gc": 1.0}, name="gc")
@@ -177,7 +178,11 @@ def _check(folder: Path, *args: str, env: dict | None = None) -> subprocess.Comp
 
 def _verdict(proc: subprocess.CompletedProcess) -> dict:
     """The JSON verdict (after the checked program's own output, when check ran it)."""
-    return json.loads(proc.stdout[proc.stdout.index("\n{") + 1:] if not proc.stdout.startswith("{") else proc.stdout)
+    def strict(constant: str):
+        raise AssertionError(f"{constant} is not JSON")
+
+    text = proc.stdout[proc.stdout.index("\n{") + 1:] if not proc.stdout.startswith("{") else proc.stdout
+    return json.loads(text, parse_constant=strict)
 
 
 def test_phases_fit_reports_per_phase_and_total_errors(campaign):

@@ -91,10 +91,13 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """As JSON."""
-        return {"anomalous": self.anomalous, "departures": [asdict(c) for c in self.departures],
-                "comparisons": [asdict(c) for c in self.comparisons], "inputs_from": self.inputs_from,
-                "baseline": {"anomalous": self.baseline_anomalous, "comparisons": [asdict(c) for c in self.baseline]},
+        """As JSON (strict: the infinite z of a phase never seen is null)."""
+        def row(comparison: Comparison) -> dict[str, Any]:
+            return {**asdict(comparison), "z": comparison.z if math.isfinite(comparison.z) else None}
+
+        return {"anomalous": self.anomalous, "departures": [row(c) for c in self.departures],
+                "comparisons": [row(c) for c in self.comparisons], "inputs_from": self.inputs_from,
+                "baseline": {"anomalous": self.baseline_anomalous, "comparisons": [row(c) for c in self.baseline]},
                 "notes": self.notes}
 
 
