@@ -669,6 +669,7 @@ def show(model_file: Path) -> None:
 
     MODEL is a model JSON (mantispy fit), or a predictor package (its folder or its models.json), whose
     every metric's model is shown."""
+    from mantispy.core.types import shown_key
     from mantispy.modeling import artefact
 
     path = model_file / "models.json" if model_file.is_dir() else model_file
@@ -679,7 +680,7 @@ def show(model_file: Path) -> None:
         for metric, model in metrics.items():
             problem = artefact.model_problem(model)
             if problem is not None:
-                raise UserError(f"{path}: metrics.{metric}: {problem}; rebuild with mantispy build")
+                raise UserError(f"{path}: metrics.{shown_key(metric)}: {problem}; rebuild with mantispy build")
             click.echo(f"== {metric}")
             _print_model(model)
         return

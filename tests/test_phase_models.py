@@ -150,6 +150,24 @@ def test_the_phase_model_reader_refuses_in_one_line_or_checks(fitted, tmp_path, 
     assert all(math.isfinite(c.expected) for c in verdict.comparisons if c.model != "none")
 
 
+def test_a_key_holding_a_newline_is_refused_in_one_line(fitted, tmp_path):
+    """CI found it: a scaling feature named "\\n" broke the reader's message onto two lines."""
+    import copy
+
+    spoilt = {"scaling": lambda m: m["phases"]["P2"]["metrics"]["cpu_s"]["model"].__setitem__("scaling", {"\n": 0}),
+              "option": lambda m: m["options"].__setitem__("a\nb", 1),
+              "phase": lambda m: m["phases"].__setitem__("P\n3", 7),
+              "metric": lambda m: m["whole_run"].__setitem__("x\ny", 7)}
+    for name, spoil in spoilt.items():
+        document = copy.deepcopy(fitted)
+        spoil(document)
+        target = tmp_path / f"{name}.json"
+        target.write_text(json.dumps(document), encoding="utf-8")
+        with pytest.raises(phase_model.PhaseModelError) as refused:
+            phase_model.load(target)
+        assert "\n" not in str(refused.value) and str(target) in str(refused.value), name
+
+
 # ---------------------------------------------------------------------------- the real CLI
 
 

@@ -3,6 +3,7 @@ and what predictor packages carry verbatim as ``_model.py`` (so this module impo
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -43,6 +44,11 @@ def interval(model: dict[str, Any], estimate: float) -> tuple[float, float] | No
     return estimate * float(band["low"]), estimate * float(band["high"])
 
 
+def _shown(key: str) -> str:
+    # A feature name as a one-line message names it (this module is copied into predictor packages: stdlib only).
+    return key if key.isprintable() else json.dumps(key)
+
+
 def model_problem(model: Any) -> str | None:
     """What makes ``model`` unusable by :func:`predict` (the field and what it must be), or None.
 
@@ -66,9 +72,9 @@ def model_problem(model: Any) -> str | None:
         return "field scaling: expected an object {feature: {min, max}}"
     for feature, bounds in scaling.items():
         if not isinstance(bounds, dict) or not finite(bounds.get("min")) or not finite(bounds.get("max")):
-            return f"field scaling.{feature}: expected {{\"min\": number, \"max\": number}}"
+            return f"field scaling.{_shown(feature)}: expected {{\"min\": number, \"max\": number}}"
         if not bounds["max"] > bounds["min"]:
-            return f"field scaling.{feature}: max must be above min"
+            return f"field scaling.{_shown(feature)}: max must be above min"
     terms = model.get("terms")
     if not isinstance(terms, list):
         return "field terms: expected a list"

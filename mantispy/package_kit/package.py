@@ -65,7 +65,7 @@ def _load_models():
             if not isinstance(data, dict) or data.get("format") != "mantispy-predictor-models":
                 raise PredictionError(f"{path}: not a mantispy predictor's models file; rebuild with mantispy build")
             if data.get("build_id") != BUILD_ID:
-                raise PredictionError(f"{path}: models of build {data.get('build_id')}, but this predictor is build "
+                raise PredictionError(f"{path}: models of build {data.get('build_id')!r}, but this predictor is build "
                                       f"{BUILD_ID}; copy the whole folder of one build")
             metrics = data.get("metrics")
             if not isinstance(metrics, dict) or set(metrics) != set(METRICS):

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from mantispy.core.types import shown_key
+
 from .detect import Known, PhaseOptions
 from .observe import PHASE_METRICS, RunPhases
 
@@ -411,20 +413,20 @@ def model_problem_of(model: dict[str, Any]) -> str | None:
     defaults = asdict(PhaseOptions())
     for name, value in model["options"].items():
         if name not in defaults:
-            return f"field options.{name}: not a phase option this mantispy knows"
+            return f"field options.{shown_key(name)}: not a phase option this mantispy knows"
         expected = defaults[name]
         if name == "epoch_s":
             if value is not None and not (_finite(value) and value > 0):
                 return "field options.epoch_s: expected a number above 0 or null"
         elif isinstance(expected, bool):
             if not isinstance(value, bool):
-                return f"field options.{name}: expected true or false"
+                return f"field options.{shown_key(name)}: expected true or false"
         elif isinstance(expected, int):
             least = 0 if name == "depth" else 1
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                return f"field options.{name}: expected a whole number >= {least}"
+                return f"field options.{shown_key(name)}: expected a whole number >= {least}"
         elif not _finite(value) or value < 0:
-            return f"field options.{name}: expected a number >= 0"
+            return f"field options.{shown_key(name)}: expected a number >= 0"
     for n, item in enumerate(model["known"]):
         if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], dict)
                 or not all(isinstance(k, str) and _finite(v) for k, v in item[1].items())):
@@ -440,16 +442,16 @@ def model_problem_of(model: dict[str, Any]) -> str | None:
     for label, phase in model["phases"].items():
         metrics = phase.get("metrics") if isinstance(phase, dict) else None
         if not isinstance(metrics, dict) or not isinstance(phase.get("name", ""), str):
-            return f"field phases.{label}: expected {{\"name\": text, \"metrics\": {{...}}}}"
+            return f"field phases.{shown_key(label)}: expected {{\"name\": text, \"metrics\": {{...}}}}"
         for metric, fitted in metrics.items():
             problem = _fitted_problem(fitted, ("model", "portable"))
             if problem is not None:
-                return f"field phases.{label}.metrics.{metric}: {problem}"
+                return f"field phases.{shown_key(label)}.metrics.{shown_key(metric)}: {problem}"
     for label, rare in model["rare"].items():
         if not isinstance(rare, dict) or not _finite(rare.get("max_wall_s", 0.0)):
-            return f"field rare.{label}: expected {{\"max_wall_s\": number, ...}}"
+            return f"field rare.{shown_key(label)}: expected {{\"max_wall_s\": number, ...}}"
     for metric, fitted in model["whole_run"].items():
         problem = _fitted_problem(fitted, ("model",))
         if problem is not None:
-            return f"field whole_run.{metric}: {problem}"
+            return f"field whole_run.{shown_key(metric)}: {problem}"
     return None
