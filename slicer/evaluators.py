@@ -29,7 +29,7 @@ from . import kit
 from .callgraph import build_call_graph
 from .emit import EmitError, emit_slice
 from .program import Program
-from .sdg import build_sdg
+from .sdg import Precision, build_sdg
 from .slice_result import SliceResult
 from .slicing import CriterionError, slice_features
 
@@ -46,11 +46,12 @@ class SliceSession:
     """One program, analysed once, sliced many times."""
 
     def __init__(self, src: Path, entry: str, observed_calls=None, reuse: SliceSession | None = None,
-                 program: Program | None = None) -> None:
+                 program: Program | None = None, precision: Precision | None = None) -> None:
         """``observed_calls`` (a path, JSON document or observations.Observations) makes the slices hybrid:
         call sites static inference left unresolved get their observed callees (see observations.py and hybrid.py).
         ``reuse``: another session of the same program whose program and call graph are shared; ``program``:
-        the program already loaded from ``src``."""
+        the program already loaded from ``src``; ``precision``: what the SDG may assume (sdg.Precision;
+        a reused session's SDG is built again with its own)."""
         self.program = reuse.program if reuse is not None else program if program is not None else Program.load(src)
         self.entry = entry
         started = time.perf_counter()
@@ -62,7 +63,7 @@ class SliceSession:
                 from .observations import Observations
 
                 self.observed_calls = Observations.coerce(observed_calls)
-            self.sdg = build_sdg(self.program, self.callgraph, self.observed_calls)
+            self.sdg = build_sdg(self.program, self.callgraph, self.observed_calls, precision)
         except RecursionError:
             path, depth = self.program.deepest_file()
             raise TooDeepError(f"{path}: nested {depth} levels deep, deeper than the slicer can follow (Python's "

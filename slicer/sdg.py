@@ -37,6 +37,7 @@ from .callgraph import CallGraph
 from .cfg import build_cfg, collect_units, iter_units
 from .dataflow import ANY, ATTR_ANY, ATTR_PREFIX, RET, Access, Scopes, accesses, dotted_name, reaching_definitions
 from .ir import CFG, CodeUnit
+from .memo import MemoCache, memo_caches
 from .pdg import control_dependences
 from .program import Program, SourceFile
 
@@ -45,6 +46,16 @@ ARGMUT = ("argmut",)
 
 ProcKey = tuple[str, str]  # (file, qualname)
 Node = tuple
+
+
+@dataclass(frozen=True)
+class Precision:
+    """What the SDG may assume beyond the language's semantics (each assumption is checked afterwards by
+    the build's fidelity test on training inputs, which rejects a feature whose evaluator disagrees)."""
+
+    transparent_memo_caches: bool = True
+    """A module-level dict used only as a memo cache (:mod:`memo`) carries no dependence from the calls
+    that filled it to later lookups: a slice keeps the cached function, not the work that warmed it."""
 
 
 @dataclass(eq=False)
@@ -116,6 +127,8 @@ class SDG:
         self.units_by_position: dict[tuple[str, int, int], ProcKey] = {}
         self.units_by_line: dict[tuple[str, int], ProcKey] = {}
         self.constant_defs: _ConstantDefs = _ConstantDefs({}, None, {})  # see _import_time_constants
+        self.precision = Precision()
+        self.memo: dict[tuple, MemoCache] = {}  # location of a transparent memo cache -> the cache
 
     # ------------------------------------------------------------------ nodes
     @staticmethod
@@ -155,11 +168,15 @@ class SDG:
         return None
 
 
-def build_sdg(program: Program, callgraph: CallGraph, observed=None) -> SDG:
+def build_sdg(program: Program, callgraph: CallGraph, observed=None, precision: Precision | None = None) -> SDG:
     """Build the whole-program SDG with its summary edges. With ``observed`` (a
     :class:`observations.Observations`), call sites inference left unresolved get the callees profiling saw
-    them reach instead of the name-based fallback (hybrid slicing); resolved sites are never changed."""
+    them reach instead of the name-based fallback (hybrid slicing); resolved sites are never changed.
+    ``precision`` chooses the assumptions the graph may make (:class:`Precision`)."""
     sdg = SDG(program, callgraph, observed)
+    sdg.precision = precision or Precision()
+    if sdg.precision.transparent_memo_caches:
+        sdg.memo = {cache.location: cache for cache in memo_caches((f.path, f.tree) for f in program.files)}
     _procedures(sdg)
     _resolve_calls(sdg)
     _local_effects(sdg)
@@ -688,7 +705,7 @@ def _import_time_constants(sdg: SDG) -> None:
                     sdg.constant_defs = _ConstantDefs({}, None, {})
                     return
                 for loc, strong in access.defs.items():
-                    if loc != ANY:
+                    if loc != ANY and not _memo_store(sdg, proc, qualify(key[0], loc)):
                         (written_elsewhere if strong else mutated).add(qualify(key[0], loc))
                 continue
             for loc in access.defs:
@@ -706,7 +723,7 @@ def _import_time_constants(sdg: SDG) -> None:
                     defs[qualify(key[0], loc)].append(sdg.vertex(key, vid))
         if not at_import:
             for call in proc.calls:
-                mutated |= _mutated_roots(sdg, proc, call)
+                mutated |= {loc for loc in _mutated_roots(sdg, proc, call) if not _memo_store(sdg, proc, loc)}
     # A weak write in a function (a call that may mutate its arguments or receiver, a store into an
     # element or attribute) writes the object a location holds, not the binding: it counts unless the
     # location is bound at import only to module, class or function objects (``sys.exc_info()``,
@@ -715,6 +732,40 @@ def _import_time_constants(sdg: SDG) -> None:
     everywhere = [v for vs in wildcard_by_file.values() for v in vs]
     constant = {loc: vertices for loc, vertices in defs.items() if _constant_kind(loc) and loc not in written_elsewhere}
     sdg.constant_defs = _ConstantDefs(constant, written_elsewhere, {"attr": everywhere, **wildcard_by_file})
+
+
+def _memo_cache_of(sdg: SDG, proc: Procedure, loc: tuple) -> MemoCache | None:
+    """The memo cache at ``loc`` when ``proc`` is one of the functions that look it up and fill it."""
+    cache = sdg.memo.get(loc)
+    node = proc.unit.node
+    if cache is None or proc.unit.kind == "module" or not hasattr(node, "lineno"):
+        return None
+    return cache if (node.lineno, node.col_offset) in cache.functions else None
+
+
+def _memo_store(sdg: SDG, proc: Procedure, loc: tuple) -> bool:
+    """A write of ``loc`` by ``proc`` that only fills a transparent memo cache (see :mod:`memo`)."""
+    return _memo_cache_of(sdg, proc, loc) is not None
+
+
+def _memo_edges(sdg: SDG, proc: Procedure, node) -> None:
+    """In a memo function, each lookup depends on the function's stores: a slice that keeps the lookup
+    keeps the cache filled (the evaluator memoises as the program does) though no lookup depends on
+    the stores of other calls."""
+    for cache in {id(c): c for c in sdg.memo.values() if _memo_cache_of(sdg, proc, c.location)}.values():
+        def holding(positions) -> list[int]:
+            found = []
+            for line, col in positions:
+                inside = [v for v in proc.cfg.vertices.values()
+                          if v.node is not None and v.kind not in ("entry", "exit") and _vertex_contains(proc, v, line, col)]
+                if inside:  # the innermost vertex that holds the position
+                    found.append(min(inside, key=lambda v: (v.span[2] - v.span[0], v.span[3] - v.span[1])).id)
+            return found
+
+        for store in holding(cache.stores):
+            for lookup in holding(cache.lookups):
+                if lookup != store:
+                    sdg.add_edge(node(store), node(lookup), "data", ("memo", cache.name))
 
 
 def _star_import_exports(sdg: SDG, proc: Procedure, vid: int) -> set[str] | None:
@@ -1124,6 +1175,8 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     wide = proc.wide or any(sdg.procs[c].wide for call in proc.calls for c in call.callees)
     covers = _heap_covers(sdg, proc) if wide else {}
     _constant_uses(sdg, proc, node)
+    if sdg.memo:
+        _memo_edges(sdg, proc, node)
     passed = _passed_bindings(sdg, proc, result_only)
     for vid, acc in access.items():
         direct_uses = proc.access[vid].uses

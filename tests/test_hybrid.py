@@ -18,9 +18,11 @@ from mantispy.runtime import observed_calls as recorder
 from mantispy.slicer.evaluators import SliceSession, check_fidelity
 from mantispy.slicer.hybrid import hybrid_session, validate_hybrid
 from mantispy.slicer.observations import Observations
+from mantispy.slicer.sdg import Precision
 from mantispy.standalone_runtime import standalone_runtime_dir
 from tests.helpers import MANTISPY, REPO
 from tests.test_python_versions import interpreter
+from tests.test_slicing import kept_lines, line_of
 
 # A class taken from a dict filled at run time and a function looked up by a computed name: the static
 # call graph resolves neither ``obj.process(...)`` (its fallback: every ``process`` of the program) nor
@@ -328,6 +330,28 @@ def test_minisearch_hybrid_slices_of_other_features(minisearch_calls):
         print(f"{feature}: static {plain.statements_kept}, hybrid {mixed.statements_kept} statements, "
               f"{len(mixed.extra['calls_observed'])} call(s) resolved dynamically")
         assert 0 < mixed.statements_kept <= plain.statements_kept
+
+
+def test_a_memo_cache_others_filled_is_no_dependence_of_a_later_lookup(minisearch_calls):
+    """Parsing a query stems its words through ``analysis._stem_cache``, which indexing the corpus filled
+    first: a parser counter's slice kept the corpus and the index through the cache (609 of 771
+    statements). The cache only remembers what ``stem`` computes anyway, so the slice keeps ``stem``
+    (and its cache) and drops the indexing; the evaluator gives the program's value."""
+    feature = "minisearch/query.py:_Parser.primary:call"
+    static = SliceSession(MINISEARCH, "search.py")
+    session = hybrid_session(static, minisearch_calls)  # (statically, ``match.group()`` may call the parser)
+    result = session.slice(feature)
+    assert line_of(MINISEARCH, "search.py", "index.add(document)") not in kept_lines(result, "search.py")
+    assert "corpus.py" not in result.kept and result.statements_kept < 0.45 * result.statements_total
+    analysis = kept_lines(result, "minisearch/analysis.py")
+    assert line_of(MINISEARCH, "minisearch/analysis.py", "_stem_cache[word] = result") in analysis  # it still memoises
+    inputs = [["--docs", "120", "--query", "data engines", "--query", "ab* OR (lock AND keys)", "--repeat", "2"],
+              ["--docs", "90", "--query", '"search engines" -locked', "--fuzzy", "1"]]
+    rows = check_fidelity(session, MINISEARCH, inputs, [feature], cwd=MINISEARCH)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+    strict = SliceSession(MINISEARCH, "search.py", observed_calls=minisearch_calls,
+                          precision=Precision(transparent_memo_caches=False))
+    assert "corpus.py" in strict.slice(feature).kept  # the option is what made the difference
 
 
 def test_build_observations_match_a_run_of_the_source(tmp_path):

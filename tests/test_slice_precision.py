@@ -5,9 +5,13 @@ that had the loss, and each checks fidelity so precision never costs correctness
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
+import pytest
+
 from mantispy.slicer.evaluators import SliceSession, check_fidelity
+from mantispy.slicer.memo import memo_caches
 from tests.test_slicing import kept_lines, line_of, write_program
 
 MINISEARCH = Path(__file__).resolve().parent.parent / "examples" / "minisearch"
@@ -196,3 +200,78 @@ def test_a_kept_statement_that_may_raise_keeps_the_handler_that_catches_it(tmp_p
     assert line_of(root, "main.py", "except OSError:") in lines, result.kept
     rows = check_fidelity(session, root, [["3"], ["1"]], ["main.py:main:loop:2"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+IMPURE_MEMO = {"main.py": '''
+    import sys
+
+    SETTINGS = {"scale": 1}
+    _cache = {}
+
+
+    def scaled(k):
+        found = _cache.get(k)
+        if found is None:
+            found = k * SETTINGS["scale"]
+            _cache[k] = found
+        return found
+
+
+    def main():
+        n = int(sys.argv[1])
+        scaled(n)
+        SETTINGS["scale"] = 3
+        for _ in range(scaled(n)):
+            pass
+
+
+    main()
+'''}
+
+
+def test_a_cache_whose_function_reads_changing_state_is_caught_by_fidelity(tmp_path):
+    """The memo assumption is that the cached function depends on its key alone; here it also reads
+    SETTINGS, which changes after the first call: the slice drops the first call, its evaluator counts
+    3n iterations where the program made n, and the fidelity check says so (the build then rejects it)."""
+    root = write_program(tmp_path / "impure", IMPURE_MEMO)
+    session = SliceSession(root, "main.py")
+    assert line_of(root, "main.py", "    scaled(n)") not in kept_lines(session.slice("main.py:main:loop:1"), "main.py")
+    rows = check_fidelity(session, root, [["2"]], ["main.py:main:loop:1"], cwd=root)
+    assert [r.status for r in rows] != ["sliceable"] and rows[0].reason, rows
+
+
+MEMO_SHAPES = {
+    "get, compute on a miss, store, return": ("_c = {}\ndef f(k):\n    r = _c.get(k)\n    if r is None:\n"
+                                              "        r = g(k)\n        _c[k] = r\n    return r\n", True),
+    "membership, then the stored value": ("_c = dict()\ndef f(k):\n    if k in _c:\n        return _c[k]\n"
+                                          "    v = g(k)\n    _c[k] = v\n    return v\n", True),
+    "a counter": ("_c = {}\ndef f(k):\n    n = _c.get(k, 0) + 1\n    _c[k] = n\n    return n\n", False),
+    "a counter in two steps": ("_c = {}\ndef f(k):\n    n = _c.get(k, 0)\n    n = n + 1\n    _c[k] = n\n"
+                               "    return n\n", False),
+    "a seen-set": ("_c = {}\ndef f(k):\n    if k in _c:\n        return False\n    _c[k] = True\n    return True\n",
+                   False),
+    "a registry": ("_c = {}\ndef put(k, v):\n    _c[k] = v\ndef get(k):\n    return _c[k]\n", False),
+    "an interning table": ("_c = {}\ndef f(k):\n    if k not in _c:\n        _c[k] = len(_c)\n    return _c[k]\n",
+                           False),
+    "filled at import": ("_c = {}\n_c['a'] = 1\ndef f(k):\n    if k not in _c:\n        _c[k] = g(k)\n"
+                         "    return _c[k]\n", False),
+    "rebound by a function": ("_c = {}\ndef reset():\n    global _c\n    _c = {}\ndef f(k):\n    if k not in _c:\n"
+                              "        _c[k] = g(k)\n    return _c[k]\n", False),
+    "a generator": ("_c = {}\ndef f(k):\n    if k not in _c:\n        _c[k] = g(k)\n    yield 1\n    return _c[k]\n",
+                    False),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MEMO_SHAPES))
+def test_only_a_memo_cache_is_taken_for_one(shape):
+    """The memo shape is strict: what only looks like a cache (a counter, a seen-set, a registry, an
+    interning table, a dict filled at import or rebound) keeps every dependence through it."""
+    source, is_cache = MEMO_SHAPES[shape]
+    found = memo_caches([("m.py", ast.parse(source))])
+    assert [c.name for c in found] == (["_c"] if is_cache else []), shape
+
+
+def test_a_cache_another_module_imports_is_not_taken_for_a_memo_cache():
+    cache = "_c = {}\ndef f(k):\n    r = _c.get(k)\n    if r is None:\n        r = g(k)\n        _c[k] = r\n    return r\n"
+    assert memo_caches([("m.py", ast.parse(cache))])
+    assert not memo_caches([("m.py", ast.parse(cache)), ("n.py", ast.parse("from m import _c\n_c.clear()\n"))])
