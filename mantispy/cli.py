@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from mantispy.cli_build import register as _register_product_verbs
+from mantispy.cli_counters import register as _register_counter_verbs
 from mantispy.cli_phases import register as _register_phase_verbs
 from mantispy.cli_sampling import register as _register_sampling_verbs
 from mantispy.core.version import VERSION as __version__
@@ -67,7 +68,7 @@ SECTIONS = (
     ("The pipeline step by step", ("instrument", "run", "features", "profile", "runs", "export", "coverage", "fit",
                                    "show")),
     ("Program analysis", ("callgraph", "cfg", "pdg", "slice", "fidelity")),
-    ("Where and when the cost goes", ("record", "recordings", "flame", "series", "phases")),
+    ("Where and when the cost goes", ("record", "recordings", "flame", "series", "phases", "counters")),
 )
 """The verbs as ``mantispy --help`` lists them: in pipeline order, grouped."""
 
@@ -957,6 +958,7 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
 _register_product_verbs(cli)
 _register_sampling_verbs(cli)
 _register_phase_verbs(cli)
+_register_counter_verbs(cli)
 
 
 def main() -> None:

@@ -29,9 +29,13 @@ from mantispy.core.launch import FEATURES_ENV, ROOT_PID_ENV, PeakRssSampler, pro
 from mantispy.core.watchdog import WATCHDOG
 from mantispy.instrument.manifest import Manifest, ManifestError, manifest_path
 from mantispy.measurement import CONTEXT_METRICS, MachineSnapshot, inputs_to_rerun, noise_floor, repeats_by_input, run_context
+from mantispy.runtime import perf_counters
 from mantispy.store import Campaign, RunRecord, RunStore, StoreError
 
 STDERR_TAIL = 4000
+_open_counters = perf_counters.open_counters
+"""Opens a run's performance counters (pid -> (CounterSource or None, refusals)); tests replace it with
+recorded values (perf_counters.ReplayCounters) to exercise the hardware path on a machine without a PMU."""
 PEAK_ENV = "MANTIS_PEAK_OUT"
 INSTRUMENTED, ORIGINAL = "instrumented", "original"
 
@@ -84,6 +88,7 @@ def execute(task: RunTask) -> RunRecord:
                                  started=started, finished=time.time())
 
             WATCHDOG.watch_group(proc.pid)
+            counters, _refused = _open_counters(proc.pid)  # inherited by what the program starts from here on
             series = _SeriesThread(proc.pid, task) if task.sampling else None
 
             def kill() -> None:
@@ -98,11 +103,14 @@ def execute(task: RunTask) -> RunRecord:
                 os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped yet
                 wall = time.perf_counter() - t0
                 peak_kb = sampler.stop()
+                counted = counters.read() if counters is not None else {}
                 _, status, usage = os.wait4(proc.pid, 0)
                 after = MachineSnapshot.now()
             finally:
                 timer.cancel()
                 sampler.stop()
+                if counters is not None:
+                    counters.close()
             proc.returncode = os.waitstatus_to_exitcode(status)
             points = series.stop() if series is not None else []
             _kill_group(proc.pid)  # leftovers the program started in its session
@@ -134,7 +142,8 @@ def execute(task: RunTask) -> RunRecord:
     else:
         state = "ok" if proc.returncode == 0 else "failed"
     cpu = usage.ru_utime + usage.ru_stime
-    metrics = {"wall_s": wall, "cpu_s": cpu, "max_rss_kb": float(peak_kb), **run_context(before, after, cpu)}
+    metrics = {"wall_s": wall, "cpu_s": cpu, "max_rss_kb": float(peak_kb), **run_context(before, after, cpu),
+               **counted, **perf_counters.rusage_metrics(usage)}
     return RunRecord(task.input_id, task.repeat, task.variant, state, proc.returncode, metrics, features,
                      stderr_tail=tail, host=socket.gethostname(), started=started, finished=time.time(), sampled=sampled)
 
@@ -437,7 +446,8 @@ def profile(
         for task in batch:
             task.sampling = sample
         for record in run_tasks(batch, jobs, cluster):
-            record.metrics = {k: v for k, v in record.metrics.items() if k in spec.metrics or k in CONTEXT_METRICS}
+            record.metrics = {k: v for k, v in record.metrics.items()
+                              if k in spec.metrics or k in CONTEXT_METRICS or perf_counters.is_counter_metric(k)}
             run_id = store.add_run(campaign, record)
             if record.sampled is not None:
                 from mantispy.sampling.recorder import store_sampled_run

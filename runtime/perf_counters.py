@@ -1,0 +1,229 @@
+"""Performance counters of a process through Linux's ``perf_event_open`` (standard library and ctypes).
+
+Hardware events (instructions, cycles, cache references and misses, branches and branch misses) need
+a PMU the kernel exposes; virtual machines often have none. Software events (task-clock, page faults,
+context switches, CPU migrations) are counted by the kernel itself and work wherever
+``perf_event_open`` is allowed. Each event is opened on its own (with ``inherit``, so threads and
+child processes the program starts after the counter opened are counted too, summed into it as they
+exit) and read with the times it was enabled and running, so a counter the kernel multiplexed with
+others is scaled up to the whole time (``value * enabled / running``). A group read (one ``read`` for
+all events) is not used: Linux refuses it on inherited counters.
+
+:func:`probe` says which events this machine offers and why the others are missing, in words: no PMU
+(``ENOENT``/``EOPNOTSUPP``), ``perf_event_paranoid`` (``EACCES``/``EPERM``), no ``perf_event_open`` at
+all (``ENOSYS``: a seccomp filter, or a kernel built without perf events). :func:`open_counters` opens
+the available events of one process. Where nothing opens, ``resource.getrusage`` still gives page
+faults, context switches and block IO of reaped children (:func:`rusage_metrics`), which is what a
+run's stored metrics fall back to.
+
+:class:`ReplayCounters` stands in for :class:`Counters` with recorded values (``read()`` and
+``close()``, the :class:`CounterSource` protocol): how the hardware path is exercised on a machine
+without a PMU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+PERF_TYPE_HARDWARE = 0
+PERF_TYPE_SOFTWARE = 1
+
+HARDWARE_EVENTS: dict[str, int] = {
+    "hw.cycles": 0, "hw.instructions": 1, "hw.cache_references": 2, "hw.cache_misses": 3,
+    "hw.branches": 4, "hw.branch_misses": 5,
+}
+"""Stored metric name -> ``PERF_COUNT_HW_*`` config."""
+
+SOFTWARE_EVENTS: dict[str, int] = {
+    "sw.task_clock_ns": 1, "sw.page_faults": 2, "sw.context_switches": 3, "sw.cpu_migrations": 4,
+}
+"""Stored metric name -> ``PERF_COUNT_SW_*`` config."""
+
+EVENTS: dict[str, tuple[int, int]] = {
+    **{name: (PERF_TYPE_HARDWARE, config) for name, config in HARDWARE_EVENTS.items()},
+    **{name: (PERF_TYPE_SOFTWARE, config) for name, config in SOFTWARE_EVENTS.items()},
+}
+
+_SYSCALL = {"x86_64": 298, "aarch64": 241, "armv7l": 364, "ppc64le": 319, "s390x": 331, "riscv64": 241}
+_ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7 is 128; older kernels accept a larger size whose tail is zero
+_FORMAT_TIMES = 1 | 2  # PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING
+_FLAG_INHERIT = 1 << 1
+_FLAG_EXCLUDE_KERNEL = 1 << 5
+_FLAG_EXCLUDE_HV = 1 << 6
+_PERF_FLAG_FD_CLOEXEC = 8
+
+_WHY = {
+    errno.ENOENT: "this CPU (or the virtual machine) exposes no such event: no hardware PMU",
+    errno.EOPNOTSUPP: "this CPU (or the virtual machine) exposes no such event: no hardware PMU",
+    errno.ENODEV: "this CPU (or the virtual machine) exposes no such event: no hardware PMU",
+    errno.EACCES: "not permitted: /proc/sys/kernel/perf_event_paranoid is {paranoid}; run as root, or set it "
+                  "to 2 or less (1 for kernel events)",
+    errno.EPERM: "not permitted: /proc/sys/kernel/perf_event_paranoid is {paranoid} (or a seccomp filter "
+                 "refuses it); run as root, or set it to 2 or less",
+    errno.ENOSYS: "perf_event_open is not available here (a seccomp filter, or a kernel without perf events)",
+    errno.EINVAL: "the kernel refused the event's settings (an old kernel?)",
+    errno.EMFILE: "too many open files: raise the limit (ulimit -n)",
+}
+
+
+class CounterSource(Protocol):
+    """What reads a process's counters: live (:class:`Counters`) or recorded (:class:`ReplayCounters`)."""
+
+    def read(self) -> dict[str, float]:
+        """Current cumulative values, by stored metric name (scaled for multiplexing)."""
+        ...
+
+    def close(self) -> None:
+        """Release the counters."""
+        ...
+
+
+@dataclass(frozen=True)
+class EventStatus:
+    """Whether one event can be counted on this machine, and if not, why."""
+
+    name: str
+    kind: str  # "hardware" | "software"
+    available: bool
+    reason: str  # "" when available
+
+
+class Counters:
+    """Open counters of one process (see :func:`open_counters`)."""
+
+    def __init__(self, pid: int, fds: dict[str, int]) -> None:
+        self.pid, self.fds = pid, fds
+
+    def read(self) -> dict[str, float]:
+        """Current values scaled by enabled/running time; an event that never ran is left out."""
+        values = {}
+        for name, fd in list(self.fds.items()):
+            try:
+                data = os.read(fd, 24)
+            except OSError:
+                continue
+            if len(data) != 24:
+                continue
+            value, enabled, running = struct.unpack("=QQQ", data)
+            if running == 0:
+                continue
+            values[name] = float(value) * (enabled / running if running < enabled else 1.0)
+        return values
+
+    def close(self) -> None:
+        """Close every counter."""
+        for fd in self.fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = {}
+
+
+class ReplayCounters:
+    """Recorded counter values standing in for live ones (``read`` returns them; tests and machines
+    without a PMU use it to exercise what consumes hardware counters)."""
+
+    def __init__(self, values: Mapping[str, float]) -> None:
+        self.values = {str(name): float(value) for name, value in values.items()}
+        self.closed = False
+
+    def read(self) -> dict[str, float]:
+        """The recorded values."""
+        return dict(self.values)
+
+    def close(self) -> None:
+        """Nothing to release."""
+        self.closed = True
+
+
+def paranoid_level() -> str:
+    """``/proc/sys/kernel/perf_event_paranoid`` as text, or "unknown"."""
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def _attr(kind: int, config: int, inherit: bool) -> ctypes.Array:
+    buffer = ctypes.create_string_buffer(_ATTR_SIZE)
+    struct.pack_into("=IIQ", buffer, 0, kind, _ATTR_SIZE, config)
+    struct.pack_into("=Q", buffer, 32, _FORMAT_TIMES)  # read_format (after sample_period, sample_type)
+    flags = _FLAG_EXCLUDE_HV | (_FLAG_INHERIT if inherit else 0)
+    if kind == PERF_TYPE_HARDWARE:
+        flags |= _FLAG_EXCLUDE_KERNEL  # user-space work: allowed at perf_event_paranoid 2, and what the program does
+    struct.pack_into("=Q", buffer, 40, flags)
+    return buffer
+
+
+def _open_one(pid: int, name: str, inherit: bool) -> tuple[int | None, int]:
+    """(fd, 0) or (None, errno)."""
+    number = _SYSCALL.get(os.uname().machine)
+    if number is None:
+        return None, errno.ENOSYS
+    libc = ctypes.CDLL(None, use_errno=True)
+    kind, config = EVENTS[name]
+    fd = libc.syscall(ctypes.c_long(number), _attr(kind, config, inherit), ctypes.c_int(pid), ctypes.c_int(-1),
+                      ctypes.c_int(-1), ctypes.c_ulong(_PERF_FLAG_FD_CLOEXEC))
+    if fd < 0:
+        return None, ctypes.get_errno() or errno.EINVAL
+    return fd, 0
+
+
+def _reason(code: int) -> str:
+    text = _WHY.get(code, "perf_event_open failed")
+    return f"{text.format(paranoid=paranoid_level())} ({errno.errorcode.get(code, code)})"
+
+
+def probe(names: list[str] | None = None) -> list[EventStatus]:
+    """Try to open each event on this process (then close it): what this machine offers, and why not."""
+    found = []
+    for name in names or list(EVENTS):
+        fd, code = _open_one(0, name, inherit=False)
+        if fd is not None:
+            os.close(fd)
+        kind = "hardware" if EVENTS[name][0] == PERF_TYPE_HARDWARE else "software"
+        found.append(EventStatus(name, kind, fd is not None, "" if fd is not None else _reason(code)))
+    return found
+
+
+def open_counters(pid: int, names: list[str] | None = None,
+                  inherit: bool = True) -> tuple[Counters | None, dict[str, str]]:
+    """Open ``names`` (default: every event) on process ``pid``: (counters or None if none opened,
+    {event: why it did not open})."""
+    fds: dict[str, int] = {}
+    refused: dict[str, str] = {}
+    for name in names or list(EVENTS):
+        fd, code = _open_one(pid, name, inherit)
+        if fd is None:
+            refused[name] = _reason(code)
+        else:
+            fds[name] = fd
+    return (Counters(pid, fds) if fds else None), refused
+
+
+RUSAGE_METRICS = ("ru.minor_faults", "ru.major_faults", "ru.voluntary_switches", "ru.involuntary_switches",
+                  "ru.blocks_in", "ru.blocks_out")
+"""What ``wait4``'s resource usage of a reaped child gives besides CPU time: the counters' fallback."""
+
+
+def rusage_metrics(usage) -> dict[str, float]:
+    """Page faults, context switches and block IO from a ``resource.struct_rusage`` (``os.wait4``)."""
+    return {"ru.minor_faults": float(usage.ru_minflt), "ru.major_faults": float(usage.ru_majflt),
+            "ru.voluntary_switches": float(usage.ru_nvcsw), "ru.involuntary_switches": float(usage.ru_nivcsw),
+            "ru.blocks_in": float(usage.ru_inblock), "ru.blocks_out": float(usage.ru_oublock)}
+
+
+COUNTER_PREFIXES = ("hw.", "sw.", "ru.")
+
+
+def is_counter_metric(name: str) -> bool:
+    """Whether a stored metric is a counter (``hw.*``, ``sw.*``) or its fallback (``ru.*``)."""
+    return name.startswith(COUNTER_PREFIXES)
