@@ -1,25 +1,48 @@
-"""``mantispy counters``: which performance counters this machine offers, and why the others are missing."""
+"""``mantispy counters``: which performance counters this machine offers and why the others are missing;
+with a program, its counters per chosen function (inclusive per call)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
 from dataclasses import asdict
+from pathlib import Path
 
 import click
 
-from mantispy.runtime import perf_counters
+from mantispy.errors import UserError
+from mantispy.runtime import function_counters, perf_counters
 
 
-@click.command()
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: every event with its status, and the fallbacks.")
-def counters(as_json: bool) -> None:
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: every event with its status, and the fallbacks "
+              "(with a program: the function profile).")
+@click.option("--function", "patterns", multiple=True, metavar="PATTERN",
+              help="With a program: count per call of the functions whose FILE:QUALNAME matches (fnmatch; FILE "
+                   "relative to the script's folder), e.g. 'pkg/lexer.py:*' or '*:Parser.parse'. Repeatable.")
+@click.option("-o", "--out", "out", type=click.Path(path_type=Path), default=None,
+              help="With a program: also write the function profile (JSON) here; an existing file is not replaced.")
+@click.argument("program", nargs=-1, type=click.UNPROCESSED)
+def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, program: tuple[str, ...]) -> None:
     """Which performance counters this machine offers (perf_event_open), and why the others are missing.
 
     Hardware events (instructions, cycles, cache and branch misses) need a PMU the kernel exposes;
     software events (task-clock, page faults, context switches, migrations) need only perf_event_open.
     Every profiled run stores the events that open (hw.*, sw.*) and, always, the fallback that wait4's
     resource usage gives (ru.*: page faults, context switches, block IO); mantispy fit and build can
-    target any of them (--metric)."""
+    target any of them (--metric).
+
+    With a program (mantispy counters --function PATTERN -- SCRIPT ARGS), runs it once and shows, per
+    chosen function, its calls and the mean per call (over its last 10 calls) of every counter that
+    opens, of the thread's CPU time and of its page faults and context switches, callees included."""
+    if program:
+        _profile_functions(list(program), list(patterns), out, as_json)
+        return
+    if patterns or out is not None:
+        raise UserError("--function and -o need a program: mantispy counters --function PATTERN -- SCRIPT ARGS")
     statuses = perf_counters.probe()
     if as_json:
         click.echo(json.dumps({"paranoid": perf_counters.paranoid_level(),
@@ -34,6 +57,47 @@ def counters(as_json: bool) -> None:
     opened = sum(s.available for s in statuses)
     click.echo(f"{opened} of {len(statuses)} events count here; every run also stores {', '.join(perf_counters.RUSAGE_METRICS)} "
                "(wait4's resource usage)")
+
+
+def _profile_functions(program: list[str], patterns: list[str], out: Path | None, as_json: bool) -> None:
+    from mantispy.counters.function_profile import FunctionProfileError, load, table_rows
+
+    if not patterns:
+        raise UserError("give the functions to count: --function 'FILE:QUALNAME' (fnmatch patterns, e.g. "
+                        "'app.py:*' or '*:Parser.parse')")
+    if program[0] != "-m" and not Path(program[0]).is_file():
+        raise UserError(f"{program[0]}: no such script; give SCRIPT ARGS or -m MODULE ARGS after --")
+    if out is not None and out.exists():
+        raise UserError(f"{out}: exists; mantispy will not write over it (give another -o)")
+    with tempfile.TemporaryDirectory(prefix="mantis-function-counters-") as tmp:
+        target = Path(tmp) / "profile.json"
+        env = {**os.environ, function_counters.ENV_PATTERNS: ",".join(patterns), function_counters.ENV_OUT: str(target)}
+        returncode = subprocess.run([sys.executable, "-m", "mantispy.runtime.function_counters", *program],
+                                    env=env).returncode
+        if not target.exists():
+            raise UserError(f"{program[0]}: the program ended without writing its function profile (exit status "
+                            f"{returncode}; a process that ends through os._exit or a signal writes none)")
+        try:
+            profile = load(target)
+        except FunctionProfileError as exc:
+            raise UserError(str(exc)) from None
+        if out is not None:
+            out.write_bytes(target.read_bytes())
+    if as_json:
+        click.echo(json.dumps({"events": profile.events, "refused": profile.refused, "api": profile.api,
+                               "functions": {n: asdict(f) for n, f in profile.functions.items()}}, indent=2))
+    else:
+        header, rows = table_rows(profile)
+        widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(len(header))]
+        click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        for row in rows:
+            click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+        if not rows:
+            click.echo(f"no function matched {', '.join(patterns)} (FILE is relative to the script's folder)")
+        click.echo(f"({profile.api}, Python {profile.python}; per call: the mean over each function's last calls, "
+                   "callees included)")
+    if returncode != 0:
+        raise SystemExit(1)
 
 
 def register(group: click.Group) -> None:

@@ -10,14 +10,17 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mantispy import profiler
 from mantispy.campaign import load_spec
 from mantispy.runtime import perf_counters
 from mantispy.store import RunStore
-from tests.helpers import MANTISPY
+from tests.helpers import MANTISPY, json_paths, mutated, odd_json_values
 
 
 def test_the_probe_names_every_event_and_why_a_missing_one_is_missing():
@@ -142,3 +145,125 @@ def test_profiled_runs_store_the_counters_and_fit_targets_a_replayed_hardware_co
     assert fitted.returncode == 0, fitted.stderr
     model = json.loads((tmp_path / "model.json").read_text())
     assert model["metric"] == "hw.instructions" and model["terms"]  # it found the input's number
+
+
+# ---------------------------------------------------------------------------- per-function counter profiles
+FUNCTIONS = """
+import threading
+
+def allocate(n):
+    return [bytearray(4096) for _ in range(n)]
+
+def spin(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+def tokens(text):
+    for word in text.split():
+        spin(100)
+        yield word
+
+def main():
+    for _ in range(5):
+        allocate(2000)
+        spin(100000)
+    worker = threading.Thread(target=spin, args=(1000,))
+    worker.start()
+    worker.join()
+    print(sum(1 for _ in tokens("a b c " * 10)))
+
+main()
+"""
+
+
+def _profile_functions(tmp_path: Path, python: str, extra_env: dict | None = None) -> dict:
+    (tmp_path / "prog.py").write_text(textwrap.dedent(FUNCTIONS))
+    out = tmp_path / "profile.json"
+    env = {**os.environ, **(extra_env or {}), "MANTIS_FUNCTION_COUNTERS": "prog.py:allocate,prog.py:spin,prog.py:tokens",
+           "MANTIS_FUNCTION_COUNTERS_OUT": str(out)}
+    proc = subprocess.run([python, "-m", "mantispy.runtime.function_counters", "prog.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "30", proc.stderr
+    return json.loads(out.read_text())
+
+
+def test_function_counters_count_each_call_inclusively_in_every_thread(tmp_path):
+    """allocate touches 2000 fresh pages a call, spin none; spin runs in main, a thread and the generator."""
+    data = _profile_functions(tmp_path, sys.executable)
+    functions = data["functions"]
+    assert functions["prog.py:allocate"]["calls"] == 5
+    assert functions["prog.py:allocate"]["recent_mean"]["thread.minor_faults"] > 1000
+    assert functions["prog.py:spin"]["calls"] == 5 + 1 + 30
+    assert functions["prog.py:spin"]["totals"]["thread.cpu_ns"] > 0
+    assert functions["prog.py:allocate"]["recent_mean"]["thread.minor_faults"] > \
+        10 * functions["prog.py:spin"]["recent_mean"]["thread.minor_faults"]
+    if "sw.page_faults" in data["events"]:  # perf events opened: they agree with the thread's rusage
+        allocate = functions["prog.py:allocate"]["recent_mean"]
+        assert allocate["sw.page_faults"] == pytest.approx(allocate["thread.minor_faults"], rel=0.2)
+    expected_api = "sys.monitoring" if sys.version_info >= (3, 12) else "setprofile"
+    assert data["api"] == expected_api
+    assert functions["prog.py:tokens"]["calls"] == (1 if sys.version_info >= (3, 12) else 31)  # 3.11: each resumption
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_function_counters_on_sys_monitoring_count_a_generator_once(tmp_path, version):
+    from mantispy.standalone_runtime import standalone_runtime_dir
+    from tests.test_python_versions import interpreter
+
+    python = interpreter(version)
+    if python is None:
+        pytest.skip(f"Python {version} is not installed under pyenv")
+    runtime = standalone_runtime_dir(tmp_path / "runtime")
+    data = _profile_functions(tmp_path, python, {"PYTHONPATH": str(runtime)})
+    assert data["api"] == "sys.monitoring" and data["python"].startswith(version)
+    tokens = data["functions"]["prog.py:tokens"]
+    assert tokens["calls"] == 1  # from its first start to its return, suspensions left out
+    spin = data["functions"]["prog.py:spin"]
+    assert spin["calls"] == 36
+    assert tokens["totals"]["thread.cpu_ns"] > 30 * spin["recent_mean"]["thread.cpu_ns"] * 0.001  # its spins inside
+
+
+def test_counters_cli_profiles_functions_and_refuses_bad_requests(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent(FUNCTIONS))
+    shown = subprocess.run([*MANTISPY, "counters", "--function", "prog.py:*", "--", "prog.py"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "prog.py:allocate" in shown.stdout and "thread CPU ms /call" in shown.stdout
+    keep = tmp_path / "mine.json"
+    keep.write_text("mine")
+    refused = subprocess.run([*MANTISPY, "counters", "--function", "prog.py:*", "-o", str(keep), "--", "prog.py"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "will not write over it" in refused.stderr and keep.read_text() == "mine"
+    bare = subprocess.run([*MANTISPY, "counters", "--", "prog.py"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert bare.returncode == 2 and len(bare.stderr.strip().splitlines()) == 1 and "--function" in bare.stderr
+    failing = tmp_path / "fails.py"
+    failing.write_text("def f():\n    return 1\nf()\nraise SystemExit(3)\n")
+    failed = subprocess.run([*MANTISPY, "counters", "--function", "fails.py:f", "--json", "--", "fails.py"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 1 and json.loads(failed.stdout)["functions"]["fails.py:f"]["calls"] == 1
+
+
+@pytest.fixture(scope="module")
+def recorded_profile(tmp_path_factory):
+    return _profile_functions(tmp_path_factory.mktemp("profile"), sys.executable)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_function_profile_reader_refuses_in_one_line_or_reads(recorded_profile, tmp_path, data):
+    from mantispy.counters.function_profile import FunctionProfileError, load, table_rows
+
+    path = data.draw(st.sampled_from(list(json_paths(recorded_profile, items=2))))
+    document = mutated(recorded_profile, path, data.draw(odd_json_values()))
+    target = tmp_path / "p.json"
+    target.write_text(json.dumps(document), encoding="utf-8")
+    try:
+        profile = load(target)
+    except FunctionProfileError as exc:
+        assert str(target) in str(exc) and "\n" not in str(exc)
+        return
+    header, rows = table_rows(profile)
+    assert all(len(row) == len(header) for row in rows)

@@ -1,0 +1,302 @@
+"""Performance counters per function: read at the entry and exit of chosen functions, inclusive per call,
+in one run (AutoPerf's per-function profiles; issue 22).
+
+Each thread reads its own counters: ``perf_event_open`` on the thread (hardware and software events,
+:mod:`.perf_counters`, where they open) and, always, the thread's CPU time (``time.thread_time_ns``) and
+``getrusage(RUSAGE_THREAD)`` (page faults, context switches). At a chosen function's entry the values are
+read; at its exit they are read again, and the difference is the call's cost, callees included. Per
+function the profile keeps the number of calls, the totals, and the mean over its last ``RECENT`` calls
+(the paper averages the last calls of a function).
+
+Functions are chosen by ``fnmatch`` patterns on ``FILE:QUALNAME``, where FILE is relative to the program's
+root folder for its own files and absolute for others (``'sqlparse/lexer.py:*'``,
+``'*:Lexer.get_tokens'``). Python 3.12+ uses ``sys.monitoring`` (PY_START, PY_RETURN, PY_UNWIND,
+PY_YIELD, PY_RESUME under a free tool id; code that is not chosen is disabled at its first event), and a
+generator's call runs from its first start to its return, its suspensions left out; 3.11 uses
+``sys.setprofile`` and ``threading.setprofile``, where each resumption of a generator counts as a call.
+A recursive function's nested calls count too (each call is inclusive). Child processes are not
+followed; threads started before the profile began are not seen on 3.11.
+
+Use: ``python -m mantispy.runtime.function_counters SCRIPT|-m MODULE ARGS...`` with
+``MANTIS_FUNCTION_COUNTERS`` (comma-separated patterns), ``MANTIS_FUNCTION_COUNTERS_OUT`` (the JSON file
+written at exit) and optionally ``MANTIS_FUNCTION_COUNTERS_ROOT`` in the environment. Standard library
+and ctypes only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fnmatch
+import json
+import os
+import resource
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from . import perf_counters
+
+ENV_PATTERNS = "MANTIS_FUNCTION_COUNTERS"
+ENV_OUT = "MANTIS_FUNCTION_COUNTERS_OUT"
+ENV_ROOT = "MANTIS_FUNCTION_COUNTERS_ROOT"
+FORMAT = "mantispy-function-counters"
+VERSION = 1
+RECENT = 10
+"""Calls the per-call mean is taken over (the most recent ones)."""
+
+THREAD_EVENTS = ("thread.cpu_ns", "thread.minor_faults", "thread.major_faults", "thread.voluntary_switches",
+                 "thread.involuntary_switches")
+"""What every thread reads whatever perf_event_open allows."""
+
+_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
+_TOOL_NAME = "mantispy-function-counters"
+_RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)
+_HERE = os.path.dirname(os.path.realpath(__file__))
+_DISABLE = getattr(getattr(sys, "monitoring", None), "DISABLE", None)
+
+
+class _ThreadCounters:
+    """One thread's counters: perf events opened on the thread itself, then the thread fallbacks."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.counters, _refused = perf_counters.open_counters(0, events, inherit=False) if events else (None, {})
+        self.names = list(self.counters.fds) if self.counters is not None else []
+
+    def read(self) -> list[float]:
+        values: list[float] = []
+        if self.counters is not None:
+            got = self.counters.read()
+            values = [got.get(name, 0.0) for name in self.names]
+        values.append(float(time.thread_time_ns()))
+        if _RUSAGE_THREAD is not None:
+            usage = resource.getrusage(_RUSAGE_THREAD)
+            values += [float(usage.ru_minflt), float(usage.ru_majflt), float(usage.ru_nvcsw), float(usage.ru_nivcsw)]
+        else:  # pragma: no cover - not Linux
+            values += [0.0, 0.0, 0.0, 0.0]
+        return values
+
+
+class FunctionProfiler:
+    """Per-function inclusive counter deltas of the chosen functions (see the module docstring)."""
+
+    def __init__(self, root: str, patterns: list[str], recent: int = RECENT) -> None:
+        self.root = os.path.realpath(root)
+        self.patterns = [p for p in patterns if p]
+        self.recent = recent
+        statuses = perf_counters.probe()
+        self.perf_events = [s.name for s in statuses if s.available]
+        self.refused = {s.name: s.reason for s in statuses if not s.available}
+        self._chosen: dict[int, str | None] = {}  # id(code) -> "FILE:QUALNAME" when chosen, None when not
+        self._codes: list = []  # keeps code objects alive, so their ids stay theirs
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.stats: dict[str, dict] = {}
+        self.names: list[str] | None = None
+        self._tool: int | None = None
+        self.api = "none"
+        self.started = False
+
+    # ------------------------------------------------------------------ choosing
+    def name_of(self, code) -> str | None:
+        """``FILE:QUALNAME`` when ``code`` is a chosen function, else None (memoised per code object)."""
+        key = id(code)
+        if key in self._chosen:
+            return self._chosen[key]
+        filename = os.path.realpath(code.co_filename) if code.co_filename and not code.co_filename.startswith("<") else ""
+        inside = filename.startswith(self.root + os.sep)
+        file = os.path.relpath(filename, self.root).replace(os.sep, "/") if inside else filename
+        qualname = getattr(code, "co_qualname", code.co_name)
+        full = f"{file}:{qualname}"
+        name = full if filename and os.path.dirname(filename) != _HERE and any(fnmatch.fnmatchcase(full, p) for p in self.patterns) \
+            else None
+        self._codes.append(code)
+        self._chosen[key] = name
+        return name
+
+    # ------------------------------------------------------------------ measuring
+    def _thread(self):
+        state = getattr(self._local, "state", None)
+        if state is None:
+            reader = _ThreadCounters(self.perf_events)
+            with self._lock:
+                if self.names is None:
+                    self.names = [*reader.names, *THREAD_EVENTS]
+            state = self._local.state = (reader, [], {})  # reader, open segments, suspended generator calls
+        return state
+
+    def enter(self, name: str, frame_id: int, resumed: bool = False) -> None:
+        """A chosen function starts (or a generator of it resumes)."""
+        reader, stack, suspended = self._thread()
+        carried = suspended.pop(frame_id, None) if resumed else None
+        stack.append((name, frame_id, reader.read(), carried))
+
+    def leave(self, frame_id: int, suspended_only: bool = False) -> None:
+        """A chosen function returns or raises (or, ``suspended_only``, a generator of it yields)."""
+        reader, stack, suspended = self._thread()
+        if not stack or stack[-1][1] != frame_id:
+            return  # an exit whose entry came before the profile started
+        name, _, before, carried = stack.pop()
+        after = reader.read()
+        delta = [a - b for a, b in zip(after, before)]
+        if carried is not None:
+            delta = [d + c for d, c in zip(delta, carried)]
+        if suspended_only:
+            suspended[frame_id] = delta
+            return
+        self._account(name, delta)
+
+    def _account(self, name: str, delta: list[float]) -> None:
+        with self._lock:
+            entry = self.stats.get(name)
+            if entry is None:
+                entry = self.stats[name] = {"calls": 0, "totals": [0.0] * len(delta), "recent": deque(maxlen=self.recent)}
+            entry["calls"] += 1
+            entry["totals"] = [t + d for t, d in zip(entry["totals"], delta)]
+            entry["recent"].append(delta)
+
+    # ------------------------------------------------------------------ hooks
+    def start(self) -> None:
+        """Install the hooks (sys.monitoring on 3.12+, setprofile on 3.11)."""
+        if self.started:
+            return
+        self.started = True
+        monitoring: Any = getattr(sys, "monitoring", None)
+        if monitoring is not None:
+            for tool in range(6):
+                if monitoring.get_tool(tool) is None:
+                    monitoring.use_tool_id(tool, _TOOL_NAME)
+                    self._tool = tool
+                    break
+        if self._tool is not None:
+            events = monitoring.events
+            for event, callback in ((events.PY_START, self._py_start), (events.PY_RESUME, self._py_resume),
+                                    (events.PY_RETURN, self._py_return), (events.PY_YIELD, self._py_yield),
+                                    (events.PY_UNWIND, self._py_unwind)):
+                monitoring.register_callback(self._tool, event, callback)
+            monitoring.set_events(self._tool, events.PY_START | events.PY_RESUME | events.PY_RETURN
+                                  | events.PY_YIELD | events.PY_UNWIND)
+            self.api = "sys.monitoring"
+        else:
+            self.api = "setprofile"
+            sys.setprofile(self._profile)
+            threading.setprofile(self._profile)
+
+    def stop(self) -> None:
+        """Remove the hooks."""
+        if not self.started:
+            return
+        self.started = False
+        if self._tool is not None:
+            monitoring: Any = getattr(sys, "monitoring")
+            monitoring.set_events(self._tool, 0)
+            monitoring.free_tool_id(self._tool)
+            self._tool = None
+        else:
+            sys.setprofile(None)
+            threading.setprofile(None)
+
+    def _py_start(self, code, offset):
+        name = self.name_of(code)
+        if name is None:
+            return _DISABLE
+        self.enter(name, id(sys._getframe(1)))
+        return None
+
+    def _py_resume(self, code, offset):
+        name = self.name_of(code)
+        if name is None:
+            return _DISABLE
+        self.enter(name, id(sys._getframe(1)), resumed=True)
+        return None
+
+    def _py_return(self, code, offset, retval):
+        if self.name_of(code) is None:
+            return _DISABLE
+        self.leave(id(sys._getframe(1)))
+        return None
+
+    def _py_yield(self, code, offset, retval):
+        if self.name_of(code) is None:
+            return _DISABLE
+        self.leave(id(sys._getframe(1)), suspended_only=True)
+        return None
+
+    def _py_unwind(self, code, offset, exception):
+        if self.name_of(code) is not None:
+            self.leave(id(sys._getframe(1)))
+
+    def _profile(self, frame, event, arg):
+        if event == "call":
+            name = self.name_of(frame.f_code)
+            if name is not None:
+                self.enter(name, id(frame))
+        elif event == "return" and self.name_of(frame.f_code) is not None:
+            self.leave(id(frame))
+
+    # ------------------------------------------------------------------ the profile
+    def result(self) -> dict:
+        """The profile as a JSON-ready document (format ``mantispy-function-counters``)."""
+        names = self.names or [*self.perf_events, *THREAD_EVENTS]
+        functions = {}
+        with self._lock:
+            for name, entry in sorted(self.stats.items()):
+                recent = list(entry["recent"])
+                functions[name] = {
+                    "calls": entry["calls"],
+                    "totals": dict(zip(names, entry["totals"])),
+                    "recent_mean": {n: sum(r[i] for r in recent) / len(recent) for i, n in enumerate(names)},
+                    "recent_calls": len(recent),
+                }
+        return {"format": FORMAT, "version": VERSION, "root": self.root, "patterns": self.patterns, "events": names,
+                "refused": self.refused, "recent": self.recent, "python": sys.version.split()[0],
+                "api": self.api,
+                "functions": functions}
+
+
+def write(profile: FunctionProfiler, path: str) -> None:
+    """Write the profile atomically (a temporary file, then a rename)."""
+    target = os.path.abspath(path)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(profile.result(), handle, indent=1, sort_keys=True)
+    os.replace(tmp, target)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m mantispy.runtime.function_counters SCRIPT|-m MODULE ARGS...`` (see the module docstring)."""
+    import runpy
+
+    if not argv or (argv[0] == "-m" and len(argv) < 2):
+        sys.exit("usage: python -m mantispy.runtime.function_counters SCRIPT|-m MODULE ARGS...")
+    patterns = [p.strip() for p in os.environ.get(ENV_PATTERNS, "").split(",") if p.strip()]
+    out = os.environ.get(ENV_OUT)
+    if argv[0] == "-m":
+        root = os.environ.get(ENV_ROOT) or os.getcwd()
+        sys.argv = [argv[1], *argv[2:]]
+    else:
+        script = os.path.abspath(argv[0])
+        root = os.environ.get(ENV_ROOT) or os.path.dirname(script)
+        sys.argv = [argv[0], *argv[1:]]
+        sys.path[0] = os.path.dirname(script)
+    profiler = FunctionProfiler(root, patterns)
+
+    def finish() -> None:
+        profiler.stop()
+        if out:
+            try:
+                write(profiler, out)
+            except OSError as exc:
+                sys.stderr.write(f"mantispy: function counters: cannot write {out}: {exc}\n")
+
+    atexit.register(finish)
+    profiler.start()
+    if argv[0] == "-m":
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
