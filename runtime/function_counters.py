@@ -8,14 +8,16 @@ read; at its exit they are read again, and the difference is the call's cost, ca
 function the profile keeps the number of calls, the totals, and the mean over its last ``RECENT`` calls
 (the paper averages the last calls of a function).
 
-Functions are chosen by ``fnmatch`` patterns on ``FILE:QUALNAME``, where FILE is relative to the program's
+Functions (``def``s: not module or class bodies, lambdas or comprehensions) are chosen by ``fnmatch``
+patterns on ``FILE:QUALNAME``, where FILE is relative to the program's
 root folder for its own files and absolute for others (``'sqlparse/lexer.py:*'``,
 ``'*:Lexer.get_tokens'``). Python 3.12+ uses ``sys.monitoring`` (PY_START, PY_RETURN, PY_UNWIND,
-PY_YIELD, PY_RESUME under a free tool id; code that is not chosen is disabled at its first event), and a
-generator's call runs from its first start to its return, its suspensions left out; 3.11 uses
-``sys.setprofile`` and ``threading.setprofile``, where each resumption of a generator counts as a call.
-A recursive function's nested calls count too (each call is inclusive). Child processes are not
-followed; threads started before the profile began are not seen on 3.11.
+PY_YIELD, PY_RESUME, PY_THROW under a free tool id; code that is not chosen is disabled at its first event). On
+3.11 (or when no tool id is free) the chosen functions' definitions get a measuring decorator as their
+modules are imported (:mod:`.function_wrapping`), so only they pay; ``async def`` functions and lambdas
+are then not measured. Either way a generator's call runs from its first start to its return, its
+suspensions left out, and a recursive function's nested calls count too (each call is inclusive).
+Child processes are not followed.
 
 Use: ``python -m mantispy.runtime.function_counters SCRIPT|-m MODULE ARGS...`` with
 ``MANTIS_FUNCTION_COUNTERS`` (comma-separated patterns), ``MANTIS_FUNCTION_COUNTERS_OUT`` (the JSON file
@@ -36,7 +38,7 @@ import time
 from collections import deque
 from typing import Any
 
-from . import perf_counters
+from . import function_wrapping, perf_counters
 
 ENV_PATTERNS = "MANTIS_FUNCTION_COUNTERS"
 ENV_OUT = "MANTIS_FUNCTION_COUNTERS_OUT"
@@ -96,6 +98,7 @@ class FunctionProfiler:
         self.names: list[str] | None = None
         self._tool: int | None = None
         self.api = "none"
+        self._finder = None
         self.started = False
 
     # ------------------------------------------------------------------ choosing
@@ -105,15 +108,25 @@ class FunctionProfiler:
         if key in self._chosen:
             return self._chosen[key]
         filename = os.path.realpath(code.co_filename) if code.co_filename and not code.co_filename.startswith("<") else ""
-        inside = filename.startswith(self.root + os.sep)
-        file = os.path.relpath(filename, self.root).replace(os.sep, "/") if inside else filename
+        file = self.file_part(filename)
         qualname = getattr(code, "co_qualname", code.co_name)
         full = f"{file}:{qualname}"
-        name = full if filename and os.path.dirname(filename) != _HERE and any(fnmatch.fnmatchcase(full, p) for p in self.patterns) \
+        is_def = bool(code.co_flags & 0x2) and not code.co_name.startswith("<")  # not a module, class body, lambda
+        name = full if is_def and filename and os.path.dirname(filename) != _HERE and any(fnmatch.fnmatchcase(full, p) for p in self.patterns) \
             else None
         self._codes.append(code)
         self._chosen[key] = name
         return name
+
+    def file_part(self, path: str) -> str:
+        """How names call a file: relative to the root (POSIX) for the program's own, else absolute."""
+        path = os.path.realpath(path) if path else ""
+        inside = path.startswith(self.root + os.sep)
+        return os.path.relpath(path, self.root).replace(os.sep, "/") if inside else path
+
+    def matches(self, name: str) -> bool:
+        """Whether ``FILE:QUALNAME`` is chosen."""
+        return any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
 
     # ------------------------------------------------------------------ measuring
     def _thread(self):
@@ -132,12 +145,17 @@ class FunctionProfiler:
         carried = suspended.pop(frame_id, None) if resumed else None
         stack.append((name, frame_id, reader.read(), carried))
 
-    def leave(self, frame_id: int, suspended_only: bool = False) -> None:
-        """A chosen function returns or raises (or, ``suspended_only``, a generator of it yields)."""
+    def leave(self, frame_id: int, suspended_only: bool = False, discard: bool = False) -> None:
+        """A chosen function returns or raises (or, ``suspended_only``, a generator of it yields; ``discard``:
+        a generator is closed before it finished, and its call is not counted)."""
         reader, stack, suspended = self._thread()
         if not stack or stack[-1][1] != frame_id:
+            suspended.pop(frame_id, None)
             return  # an exit whose entry came before the profile started
         name, _, before, carried = stack.pop()
+        if discard:
+            suspended.pop(frame_id, None)
+            return
         after = reader.read()
         delta = [a - b for a, b in zip(after, before)]
         if carried is not None:
@@ -146,6 +164,64 @@ class FunctionProfiler:
             suspended[frame_id] = delta
             return
         self._account(name, delta)
+
+    def forget(self, frame_id: int) -> None:
+        """A suspended generator call that will not resume (closed or collected)."""
+        self._thread()[2].pop(frame_id, None)
+
+    def measured(self, name: str):
+        """The decorator the 3.11 path adds to a chosen ``def`` (see :mod:`.function_wrapping`)."""
+        profiler = self
+
+        def decorate(function):
+            import functools
+
+            code = getattr(function, "__code__", None)
+            if code is not None and code.co_flags & 0x20:  # a generator function: measure its active stretches
+                @functools.wraps(function)
+                def generator(*args, **kwargs):
+                    inner = function(*args, **kwargs)
+                    key = id(inner)
+                    resumed, to_send, to_throw = False, None, None
+                    while True:
+                        profiler.enter(name, key, resumed=resumed)
+                        resumed = True
+                        try:
+                            if to_throw is not None:
+                                error, to_throw = to_throw, None
+                                value = inner.throw(error)
+                            else:
+                                value = inner.send(to_send)
+                        except StopIteration as stop:
+                            profiler.leave(key)
+                            return stop.value
+                        except BaseException:
+                            profiler.leave(key)
+                            raise
+                        profiler.leave(key, suspended_only=True)
+                        try:
+                            to_send = yield value
+                        except GeneratorExit:
+                            profiler.forget(key)
+                            inner.close()
+                            raise
+                        except BaseException as exc:  # thrown in by the consumer: into the generator
+                            to_throw, to_send = exc, None
+
+                return generator
+
+            @functools.wraps(function)
+            def call(*args, **kwargs):
+                marker = object()
+                profiler.enter(name, id(marker))
+                try:
+                    return function(*args, **kwargs)
+                finally:
+                    profiler.leave(id(marker))
+
+            return call
+
+        return decorate
 
     def _account(self, name: str, delta: list[float]) -> None:
         with self._lock:
@@ -172,16 +248,16 @@ class FunctionProfiler:
         if self._tool is not None:
             events = monitoring.events
             for event, callback in ((events.PY_START, self._py_start), (events.PY_RESUME, self._py_resume),
+                                    (events.PY_THROW, self._py_throw),
                                     (events.PY_RETURN, self._py_return), (events.PY_YIELD, self._py_yield),
                                     (events.PY_UNWIND, self._py_unwind)):
                 monitoring.register_callback(self._tool, event, callback)
-            monitoring.set_events(self._tool, events.PY_START | events.PY_RESUME | events.PY_RETURN
+            monitoring.set_events(self._tool, events.PY_START | events.PY_RESUME | events.PY_THROW | events.PY_RETURN
                                   | events.PY_YIELD | events.PY_UNWIND)
             self.api = "sys.monitoring"
         else:
-            self.api = "setprofile"
-            sys.setprofile(self._profile)
-            threading.setprofile(self._profile)
+            self.api = "decorators"
+            self._finder = function_wrapping.install(self.file_part, self.matches, self.measured)
 
     def stop(self) -> None:
         """Remove the hooks."""
@@ -193,9 +269,9 @@ class FunctionProfiler:
             monitoring.set_events(self._tool, 0)
             monitoring.free_tool_id(self._tool)
             self._tool = None
-        else:
-            sys.setprofile(None)
-            threading.setprofile(None)
+        elif self._finder is not None:
+            function_wrapping.uninstall(self._finder)
+            self._finder = None
 
     def _py_start(self, code, offset):
         name = self.name_of(code)
@@ -211,6 +287,11 @@ class FunctionProfiler:
         self.enter(name, id(sys._getframe(1)), resumed=True)
         return None
 
+    def _py_throw(self, code, offset, exception):
+        name = self.name_of(code)  # (a thrown-into generator resumes; this event cannot be disabled)
+        if name is not None:
+            self.enter(name, id(sys._getframe(1)), resumed=True)
+
     def _py_return(self, code, offset, retval):
         if self.name_of(code) is None:
             return _DISABLE
@@ -225,15 +306,7 @@ class FunctionProfiler:
 
     def _py_unwind(self, code, offset, exception):
         if self.name_of(code) is not None:
-            self.leave(id(sys._getframe(1)))
-
-    def _profile(self, frame, event, arg):
-        if event == "call":
-            name = self.name_of(frame.f_code)
-            if name is not None:
-                self.enter(name, id(frame))
-        elif event == "return" and self.name_of(frame.f_code) is not None:
-            self.leave(id(frame))
+            self.leave(id(sys._getframe(1)), discard=isinstance(exception, GeneratorExit))
 
     # ------------------------------------------------------------------ the profile
     def result(self) -> dict:
@@ -294,8 +367,29 @@ def main(argv: list[str]) -> None:
     profiler.start()
     if argv[0] == "-m":
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif profiler.api == "decorators":
+        _run_decorated_script(profiler, script)
     else:
         runpy.run_path(script, run_name="__main__")
+
+
+def _run_decorated_script(profiler: FunctionProfiler, script: str) -> None:
+    """Run ``script`` as ``__main__`` with its chosen functions decorated (runpy cannot transform it)."""
+    import types
+
+    with open(script, "rb") as handle:
+        source = handle.read()
+    code = function_wrapping.decorated_code(source, script, profiler.file_part(script), profiler.matches)
+    module = types.ModuleType("__main__")
+    module.__dict__.update({"__file__": script, "__builtins__": __builtins__, "__spec__": None, "__loader__": None,
+                            "__package__": None, "__cached__": None})
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 if __name__ == "__main__":

@@ -202,13 +202,14 @@ def test_function_counters_count_each_call_inclusively_in_every_thread(tmp_path)
     if "sw.page_faults" in data["events"]:  # perf events opened: they agree with the thread's rusage
         allocate = functions["prog.py:allocate"]["recent_mean"]
         assert allocate["sw.page_faults"] == pytest.approx(allocate["thread.minor_faults"], rel=0.2)
-    expected_api = "sys.monitoring" if sys.version_info >= (3, 12) else "setprofile"
-    assert data["api"] == expected_api
-    assert functions["prog.py:tokens"]["calls"] == (1 if sys.version_info >= (3, 12) else 31)  # 3.11: each resumption
+    assert data["api"] == ("sys.monitoring" if sys.version_info >= (3, 12) else "decorators")
+    tokens = functions["prog.py:tokens"]  # one call, from its first start to its return, suspensions left out
+    assert tokens["calls"] == 1 and tokens["totals"]["thread.cpu_ns"] > 0
 
 
 @pytest.mark.parametrize("version", ["3.12", "3.13"])
 def test_function_counters_on_sys_monitoring_count_a_generator_once(tmp_path, version):
+    """3.12+ reads the counters from sys.monitoring events, with the same counts as 3.11's decorators."""
     from mantispy.standalone_runtime import standalone_runtime_dir
     from tests.test_python_versions import interpreter
 
@@ -223,6 +224,83 @@ def test_function_counters_on_sys_monitoring_count_a_generator_once(tmp_path, ve
     spin = data["functions"]["prog.py:spin"]
     assert spin["calls"] == 36
     assert tokens["totals"]["thread.cpu_ns"] > 30 * spin["recent_mean"]["thread.cpu_ns"] * 0.001  # its spins inside
+
+
+DECORATED = """
+import functools
+
+
+class Box:
+    @classmethod
+    def make(cls, n):
+        return cls()
+
+    @staticmethod
+    def twice(n):
+        return 2 * n
+
+    @property
+    def size(self):
+        return 3
+
+
+def outer(n):
+    def inner(k):
+        return k + 1
+    return inner(n)
+
+
+def echo():
+    received = []
+    while True:
+        try:
+            value = yield len(received)
+        except ValueError:
+            received.append("thrown")
+            continue
+        if value is None:
+            return received
+        received.append(value)
+
+
+gen = echo()
+next(gen)
+gen.send("a")
+gen.throw(ValueError("x"))
+gen.send("b")
+try:
+    gen.send(None)
+except StopIteration as stop:
+    assert stop.value == ["a", "thrown", "b"], stop.value
+closed = echo()
+next(closed)
+closed.close()
+print(Box.make(1).size + Box.twice(2) + outer(1))
+"""
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_the_decorators_keep_what_decorated_functions_do(tmp_path, version):
+    """3.11's path adds a decorator to each chosen def: class and static methods, properties, nested
+    functions and a generator driven by send, throw and close behave as before, and are counted as
+    sys.monitoring counts them on 3.12+ (a generator closed before it finished is no call)."""
+    from mantispy.standalone_runtime import standalone_runtime_dir
+    from tests.test_python_versions import interpreter
+
+    python = sys.executable if version == "3.11" else interpreter(version)
+    if python is None:
+        pytest.skip(f"Python {version} is not installed under pyenv")
+    (tmp_path / "prog.py").write_text(textwrap.dedent(DECORATED))
+    out = tmp_path / "profile.json"
+    env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "prog.py:*", "MANTIS_FUNCTION_COUNTERS_OUT": str(out)}
+    if version != "3.11":
+        env["PYTHONPATH"] = str(standalone_runtime_dir(tmp_path / "runtime"))
+    proc = subprocess.run([python, "-m", "mantispy.runtime.function_counters", "prog.py"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "9", proc.stderr
+    calls = {name: f["calls"] for name, f in json.loads(out.read_text())["functions"].items()}
+    assert calls == {"prog.py:Box.make": 1, "prog.py:Box.twice": 1, "prog.py:Box.size": 1, "prog.py:outer": 1,
+                     "prog.py:outer.<locals>.inner": 1, "prog.py:echo": 1}, calls  # the closed one never returned
 
 
 def test_counters_cli_profiles_functions_and_refuses_bad_requests(tmp_path):
