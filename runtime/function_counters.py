@@ -98,7 +98,7 @@ class FunctionProfiler:
         self.names: list[str] | None = None
         self._tool: int | None = None
         self.api = "none"
-        self._finder = None
+        self._finder: Any = None
         self.started = False
 
     # ------------------------------------------------------------------ choosing
