@@ -1,9 +1,10 @@
 """Performance counters per function: read at the entry and exit of chosen functions, inclusive per call,
 in one run (AutoPerf's per-function profiles; issue 22).
 
-Each thread reads its own counters: ``perf_event_open`` on the thread (hardware and software events,
-:mod:`.perf_counters`, where they open) and, always, the thread's CPU time (``time.thread_time_ns``) and
-``getrusage(RUSAGE_THREAD)`` (page faults, context switches). At a chosen function's entry the values are
+Each thread reads its own counters: ``perf_event_open`` on the thread (:mod:`.perf_counters`: the
+hardware events that open, read as one group; software page faults and context switches), the thread's
+CPU time (``time.thread_time_ns``), and, where no software event opens, ``getrusage(RUSAGE_THREAD)``
+(page faults, context switches). At a chosen function's entry the values are
 read; at its exit they are read again, and the difference is the call's cost, callees included. Per
 function the profile keeps the number of calls, the totals, and the mean over its last ``RECENT`` calls
 (the paper averages the last calls of a function).
@@ -48,9 +49,12 @@ VERSION = 1
 RECENT = 10
 """Calls the per-call mean is taken over (the most recent ones)."""
 
+PER_CALL_SOFTWARE = ("sw.page_faults", "sw.context_switches")
+"""The software events a per-call reader reads (CPU time comes from the thread's clock)."""
+
 THREAD_EVENTS = ("thread.cpu_ns", "thread.minor_faults", "thread.major_faults", "thread.voluntary_switches",
                  "thread.involuntary_switches")
-"""What every thread reads whatever perf_event_open allows."""
+"""The thread's own measures: its CPU time always; the rest where no software perf event opens."""
 
 _GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200
 _TOOL_NAME = "mantispy-function-counters"
@@ -60,22 +64,29 @@ _DISABLE = getattr(getattr(sys, "monitoring", None), "DISABLE", None)
 
 
 class _ThreadCounters:
-    """One thread's counters: perf events opened on the thread itself, then the thread fallbacks."""
+    """One thread's counters, read with as few system calls as a per-call reader needs: the hardware events
+    that open, as one group (one read); the software page-fault and context-switch events, each on its own
+    (this kernel's software groups report stale members); the thread's CPU time (``time.thread_time_ns``,
+    what task-clock would say); and, where no software event opens, ``getrusage(RUSAGE_THREAD)``."""
 
     def __init__(self, events: list[str]) -> None:
-        self.counters, _refused = perf_counters.open_counters(0, events, inherit=False) if events else (None, {})
-        self.names = list(self.counters.fds) if self.counters is not None else []
+        hardware = [e for e in events if e.startswith("hw.")]
+        software = [e for e in PER_CALL_SOFTWARE if e in events]
+        self.hardware = perf_counters.open_group(0, hardware)[0] if hardware else None
+        self.software = perf_counters.open_counters(0, software, inherit=False)[0] if software else None
+        self.names = [*(self.hardware.names if self.hardware is not None else []),
+                      *(list(self.software.fds) if self.software is not None else []), "thread.cpu_ns",
+                      *(THREAD_EVENTS[1:] if self.software is None else [])]
 
     def read(self) -> list[float]:
-        values: list[float] = []
-        if self.counters is not None:
-            got = self.counters.read()
-            values = [got.get(name, 0.0) for name in self.names]
+        values = self.hardware.values() if self.hardware is not None else []
+        if self.software is not None:
+            values += self.software.values()
         values.append(float(time.thread_time_ns()))
-        if _RUSAGE_THREAD is not None:
+        if self.software is None and _RUSAGE_THREAD is not None:
             usage = resource.getrusage(_RUSAGE_THREAD)
             values += [float(usage.ru_minflt), float(usage.ru_majflt), float(usage.ru_nvcsw), float(usage.ru_nivcsw)]
-        else:  # pragma: no cover - not Linux
+        elif self.software is None:  # pragma: no cover - not Linux
             values += [0.0, 0.0, 0.0, 0.0]
         return values
 
@@ -135,7 +146,7 @@ class FunctionProfiler:
             reader = _ThreadCounters(self.perf_events)
             with self._lock:
                 if self.names is None:
-                    self.names = [*reader.names, *THREAD_EVENTS]
+                    self.names = list(reader.names)
             state = self._local.state = (reader, [], {})  # reader, open segments, suspended generator calls
         return state
 
@@ -257,7 +268,8 @@ class FunctionProfiler:
             self.api = "sys.monitoring"
         else:
             self.api = "decorators"
-            self._finder = function_wrapping.install(self.file_part, self.matches, self.measured)
+            self._finder = function_wrapping.install(self.file_part, self.matches, self.measured,
+                                                     function_wrapping.file_may_match(self.patterns))
 
     def stop(self) -> None:
         """Remove the hooks."""
@@ -311,7 +323,7 @@ class FunctionProfiler:
     # ------------------------------------------------------------------ the profile
     def result(self) -> dict:
         """The profile as a JSON-ready document (format ``mantispy-function-counters``)."""
-        names = self.names or [*self.perf_events, *THREAD_EVENTS]
+        names = self.names or list(THREAD_EVENTS)
         functions = {}
         with self._lock:
             for name, entry in sorted(self.stats.items()):

@@ -4,7 +4,8 @@
 several times slower. Instead, the source of the program's modules (its own files and installed
 packages; not the standard library) is parsed as it is imported, and every ``def`` whose
 ``FILE:QUALNAME`` matches a pattern gets one more decorator, applied first
-(``@__mantis_function_counters__.measured("FILE:QUALNAME")``), so only the chosen functions pay. The
+(``@__mantis_function_counters__.measured("FILE:QUALNAME")``), so only the chosen functions pay; only
+modules whose file a pattern may name are parsed (the others load from their bytecode cache). The
 script itself is transformed the same way before it runs. Line numbers are unchanged; a traceback shows
 one more frame (the wrapper's).
 
@@ -83,27 +84,30 @@ class _Loader(importlib.machinery.SourceFileLoader):
 class _Finder(importlib.abc.MetaPathFinder):
     """Finds modules as the path finder does and loads the chosen ones' sources through :class:`_Loader`."""
 
-    def __init__(self, loader: type[_Loader], skip: tuple[str, ...]) -> None:
-        self.loader, self.skip = loader, skip
+    def __init__(self, loader: type[_Loader], skip: tuple[str, ...], file_may_match: Callable[[str], bool]) -> None:
+        self.loader, self.skip, self.file_may_match = loader, skip, file_may_match
 
     def find_spec(self, fullname, path, target=None):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader or not spec.origin:
             return spec
-        if os.path.realpath(spec.origin).startswith(self.skip):
-            return spec
+        path = os.path.realpath(spec.origin)
+        if path.startswith(self.skip) or not self.file_may_match(self.loader.naming(path)):
+            return spec  # (loaded as usual, from its bytecode cache)
         spec.loader = self.loader(fullname, spec.origin)
         return spec
 
 
-def install(naming: Callable[[str], str], matches: Callable[[str], bool], measured) -> _Finder:
+def install(naming: Callable[[str], str], matches: Callable[[str], bool], measured,
+            file_may_match: Callable[[str], bool] = lambda _file: True) -> _Finder:
     """Decorate chosen functions of modules imported from now on: ``naming(path)`` gives the FILE part of
-    a name, ``matches(name)`` chooses, ``measured(name)`` is the decorator factory. Returns the finder
-    (remove it from ``sys.meta_path`` with :func:`uninstall`)."""
+    a name, ``matches(name)`` chooses, ``measured(name)`` is the decorator factory, and a module whose FILE
+    ``file_may_match`` rejects is loaded as usual. Returns the finder (remove it from ``sys.meta_path``
+    with :func:`uninstall`)."""
     loader = type("MantisMeasuringLoader", (_Loader,), {"naming": staticmethod(naming), "matches": staticmethod(matches)})
     stdlib = {os.path.dirname(os.path.realpath(os.__file__)) + os.sep}  # the real one, not a venv's lib folder
     here = os.path.dirname(os.path.realpath(__file__)) + os.sep
-    finder = _Finder(loader, tuple(sorted(stdlib | {here})))
+    finder = _Finder(loader, tuple(sorted(stdlib | {here})), file_may_match)
     setattr(builtins, HOOK_NAME, types.SimpleNamespace(measured=measured))
     sys.meta_path.insert(0, finder)
     return finder
@@ -115,6 +119,8 @@ def uninstall(finder: _Finder) -> None:
         sys.meta_path.remove(finder)
 
 
-def any_pattern_matches(patterns: list[str]) -> Callable[[str], bool]:
-    """``name -> bool`` for fnmatch patterns."""
-    return lambda name: any(fnmatch.fnmatchcase(name, p) for p in patterns)
+def file_may_match(patterns: list[str]) -> Callable[[str], bool]:
+    """``FILE -> bool``: whether some ``FILE_GLOB:QUALNAME_GLOB`` pattern's file part matches (a pattern
+    without ``:`` may match any file)."""
+    globs = [p.rsplit(":", 1)[0] if ":" in p else None for p in patterns]
+    return lambda file: any(glob is None or fnmatch.fnmatchcase(file, glob) for glob in globs)
