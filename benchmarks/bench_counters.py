@@ -108,7 +108,7 @@ def main() -> None:
         "variant, shuffled (seed 22); medians of the child's user+sys CPU time, as a change against the plain "
         "run on the same interpreter. *few*: a handful of functions called hundreds of times; *hot*: one "
         "function called 10^5-10^6 times (the calls column counts what was measured). Counters read at each "
-        "entry and exit: the software perf events that open here (no PMU) plus the thread's CPU time and rusage.",
+        "entry and exit: the software page-fault and context-switch events (no PMU here) and the thread's CPU time.",
         "",
         "| program | Python | plain CPU s (noise floor) | few: CPU | few: calls measured | hot: CPU | hot: calls measured |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
