@@ -19,6 +19,7 @@ import click
 
 from mantispy.cli_build import register as _register_product_verbs
 from mantispy.cli_counters import register as _register_counter_verbs
+from mantispy.cli_diagnose import register as _register_diagnosis_verbs
 from mantispy.cli_phases import register as _register_phase_verbs
 from mantispy.cli_sampling import register as _register_sampling_verbs
 from mantispy.core.version import VERSION as __version__
@@ -68,7 +69,8 @@ SECTIONS = (
     ("The pipeline step by step", ("instrument", "run", "features", "profile", "runs", "export", "coverage", "fit",
                                    "show")),
     ("Program analysis", ("callgraph", "cfg", "pdg", "slice", "fidelity")),
-    ("Where and when the cost goes", ("record", "recordings", "flame", "series", "phases", "counters")),
+    ("Where and when the cost goes", ("record", "recordings", "flame", "series", "phases", "counters",
+                                      "diagnose")),
 )
 """The verbs as ``mantispy --help`` lists them: in pipeline order, grouped."""
 
@@ -959,6 +961,7 @@ _register_product_verbs(cli)
 _register_sampling_verbs(cli)
 _register_phase_verbs(cli)
 _register_counter_verbs(cli)
+_register_diagnosis_verbs(cli)
 
 
 def main() -> None:

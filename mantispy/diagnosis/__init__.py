@@ -1,0 +1,13 @@
+"""Performance-regression diagnosis (AutoPerf, ../shared/papers/autoperf.md; ``mantispy diagnose``):
+whether a new version of a program regressed, in which function and which counter.
+
+* :mod:`.changes`: the functions whose code differs between the versions (syntax trees compared), the
+  renamed and the added ones, and their callers;
+* :mod:`.profiling`: both versions run over a campaign's inputs, interleaved, the touched functions'
+  counters read at every call (:mod:`mantispy.runtime.function_counters`);
+* :mod:`.autoencoder`: the anomaly detector trained on the baseline's runs of a function;
+* :mod:`.analysis`: flagged runs, the counter and function they name, effect and significance, clusters,
+  and the whole-process CPU comparison beside the verdict;
+* :mod:`.types`: the diagnosis artefact; :mod:`.document`: its checked reader;
+* :mod:`.render_text`, :mod:`.render_html`: the terminal and the page.
+"""

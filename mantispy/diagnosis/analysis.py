@@ -1,0 +1,269 @@
+"""From the two versions' profiled runs to a verdict (AutoPerf's analysis, made to answer a CI gate):
+
+1. per touched function, an autoencoder (:mod:`.autoencoder`) learns the baseline's runs: each run's
+   features (calls, each counter per call) beside their difference from the baseline's other runs of
+   the same input. The second half is the context AutoPerf's vectors lack: a function called three times
+   as often on every input stays on the manifold its calls trace across inputs (measured: 1 of 16 runs
+   flagged without it), but no repeat of an input ever differed by that much;
+2. each candidate run of the function (its difference taken from the baseline's runs of its input) is
+   flagged when its reconstruction error exceeds the threshold;
+3. the counter is named by the flagged runs' departure from the baseline's runs of the same input,
+   feature by feature (calls, then each counter per call), in units of the baseline's repeat noise: the
+   largest in the direction of more cost. Not by the reconstruction error's split, as AutoPerf does:
+   an autoencoder whose training vectors vary along one direction (CPU time growing with the input)
+   reconstructs a departure along that direction and blames the counters that never varied (measured
+   on a list search made quadratic: the error named context switches, the departure CPU time);
+4. a function regressed when at least ``min_share`` of its candidate runs are flagged, and its counter's
+   inclusive total grew by at least ``min_effect`` on the median input, significantly across inputs
+   (one-sided Wilcoxon signed-rank at ``alpha``; repeats of an input are reduced to their median first);
+5. the root cause is the regressed function whose own code changed (before those that only call one: a
+   caller's inclusive counts carry its callee's regression) with the highest score, its counter's median
+   departure times its share of flagged runs;
+6. flagged samples are clustered (k-means over their departure profiles) to show the separate anomalies.
+
+Beside it, the comparison a diagnosis must beat: the whole process's CPU time per input, candidate
+against baseline, with the same effect and significance rule.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import asdict
+
+import numpy as np
+
+from mantispy.diagnosis.autoencoder import FLOOR, CounterAutoencoder, counting_noise, sample_vector
+from mantispy.diagnosis.changes import ChangeSet
+from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, VersionRun
+from mantispy.diagnosis.types import CALLS, Cluster, CpuTotal, Diagnosis, Finding, Settings
+
+
+def _one_sided_p(log_ratios: list[float], greater: bool = True) -> float | None:
+    """P-value that the per-input log ratios are centred above zero (below, with ``greater=False``)."""
+    values = [v for v in log_ratios if v != 0.0]
+    if len(values) < 2:
+        return None
+    from scipy.stats import wilcoxon
+
+    result = wilcoxon(values, alternative="greater" if greater else "less")
+    return float(result.pvalue)
+
+
+def _median_by_input(runs: list[VersionRun], value) -> dict[str, float]:
+    grouped: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        got = value(run)
+        if got is not None:
+            grouped[run.input_id].append(got)
+    return {key: statistics.median(values) for key, values in grouped.items()}
+
+
+def _total(run: VersionRun, function: str, feature: str) -> float | None:
+    counts = run.functions.get(function)
+    if counts is None or counts.calls <= 0:
+        return None
+    return float(counts.calls) if feature == CALLS else counts.totals.get(feature)
+
+
+def _paired_effect(old: dict[str, float], new: dict[str, float], smooth: float = 1.0) -> tuple[float | None, list[float]]:
+    """Median ratio over the inputs both have, and the per-input log ratios (of value + ``smooth``: a count
+    that was zero still compares; for nanoseconds of CPU time one is nothing; seconds take 0)."""
+    logs = [math.log((new[key] + smooth) / (old[key] + smooth)) for key in sorted(set(old) & set(new))
+            if old[key] + smooth > 0 and new[key] + smooth > 0]
+    if not logs:
+        return None, []
+    return math.exp(statistics.median(logs)), logs
+
+
+def noise_floor(runs: list[VersionRun]) -> float | None:
+    """Median absolute relative deviation of the baseline's repeated CPU times from their input's median."""
+    grouped: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        if run.version == BASELINE and run.status == "ok" and run.cpu_s > 0:
+            grouped[run.input_id].append(run.cpu_s)
+    deviations = [abs(v - statistics.median(values)) / statistics.median(values)
+                  for values in grouped.values() if len(values) >= 2 for v in values]
+    return statistics.median(deviations) if deviations else None
+
+
+def cpu_total(runs: list[VersionRun], settings: Settings) -> CpuTotal:
+    """The total-CPU comparison (per input medians, paired)."""
+    ok = [r for r in runs if r.status == "ok"]
+    old = _median_by_input([r for r in ok if r.version == BASELINE], lambda r: r.cpu_s)
+    new = _median_by_input([r for r in ok if r.version == CANDIDATE], lambda r: r.cpu_s)
+    ratio, logs = _paired_effect(old, new, smooth=0.0)
+    if ratio is None:
+        return CpuTotal(None, None, "no regression")
+    slower = ratio >= 1 + settings.min_effect
+    faster = ratio <= 1 / (1 + settings.min_effect)
+    p = _one_sided_p(logs, greater=slower or not faster)
+    verdict = "no regression"
+    if p is not None and p <= settings.alpha:
+        verdict = "regression" if slower else "improvement" if faster else "no regression"
+    return CpuTotal(ratio, p, verdict)
+
+
+def _same_input_medians(train_runs: list[VersionRun], test_runs: list[VersionRun],
+                        train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The context each sample is judged in: the median of the baseline's runs of the same input (for a
+    baseline run, of the other runs of its input, so that its departure is what repeats differ by; its
+    own vector when it is its input's only run); NaN rows for inputs the baseline never ran."""
+    rows_by_input: dict[str, list[int]] = defaultdict(list)
+    for index, run in enumerate(train_runs):
+        rows_by_input[run.input_id].append(index)
+    train_context = np.empty_like(train)
+    for index, run in enumerate(train_runs):
+        others = [i for i in rows_by_input[run.input_id] if i != index]
+        train_context[index] = np.median(train[others], axis=0) if others else train[index]
+    test_context = np.array([np.median(train[rows_by_input[run.input_id]], axis=0) if run.input_id in rows_by_input
+                             else np.full(train.shape[1], np.nan) for run in test_runs])
+    return train_context, test_context
+
+
+def _paired_departures(train_runs: list[VersionRun], test_runs: list[VersionRun], baseline_name: str,
+                       test: np.ndarray, vector, events: list[str], settings: Settings) -> np.ndarray:
+    """Each candidate run's features minus the median of the baseline's runs of the same input, in units of
+    the baseline's repeat noise (the spread between repeats of one input, never below the counting noise
+    or ``FLOOR``); NaN rows for inputs the baseline never ran."""
+    by_input: dict[str, list[list[float]]] = defaultdict(list)
+    noise = []
+    for run in train_runs:
+        by_input[run.input_id].append(vector(run, baseline_name))
+        counts = run.functions[baseline_name]
+        noise.append(counting_noise(counts.calls, counts.totals, events))
+    medians = {key: np.median(np.array(rows), axis=0) for key, rows in by_input.items()}
+    spread = [np.abs(np.array(rows) - medians[key]) for key, rows in by_input.items() if len(rows) >= 2]
+    repeat_noise = 1.4826 * np.median(np.vstack(spread), axis=0) if spread else np.zeros(test.shape[1])
+    scale = np.maximum(np.maximum(repeat_noise, np.median(np.array(noise), axis=0)), FLOOR)
+    rows = [medians.get(run.input_id) for run in test_runs]
+    return np.array([(x - base) / scale if base is not None else np.full(test.shape[1], np.nan)
+                     for x, base in zip(test, rows)])
+
+
+def _judge_function(name: str, baseline_name: str, code_changed: bool, runs: list[VersionRun], events: list[str],
+                    settings: Settings) -> tuple[Finding, list[tuple[np.ndarray, str]]]:
+    features = [CALLS, *events]
+    train_runs = [r for r in runs if r.version == BASELINE and baseline_name in r.functions
+                  and r.functions[baseline_name].calls > 0]
+    test_runs = [r for r in runs if r.version == CANDIDATE and name in r.functions and r.functions[name].calls > 0]
+
+    def empty(note: str) -> tuple[Finding, list]:
+        return Finding(name, baseline_name, code_changed, len(test_runs), 0, None, None, {}, None, None, False,
+                       False, 0.0, None, note), []
+
+    if not test_runs:
+        return empty("not run by the candidate on these inputs")
+    if len(train_runs) < 3:
+        return empty("new: no baseline runs to learn from" if not train_runs else
+                     f"only {len(train_runs)} baseline runs: too few to learn from")
+
+    def vector(run: VersionRun, function: str) -> list[float]:
+        counts = run.functions[function]
+        return sample_vector(counts.calls, counts.totals, events)
+
+    train = np.array([vector(r, baseline_name) for r in train_runs])
+    test = np.array([vector(r, name) for r in test_runs])
+    train_context, test_context = _same_input_medians(train_runs, test_runs, train)
+    noise = np.array([counting_noise(r.functions[baseline_name].calls, r.functions[baseline_name].totals, events)
+                      for r in train_runs])
+    keep = ~np.isnan(test_context).any(axis=1)
+    model = CounterAutoencoder(k=settings.k, random_state=settings.seed)
+    model.fit(np.hstack([train, train - train_context]), np.hstack([noise, noise]))
+    errors = np.full(len(test), np.inf)  # (a candidate input the baseline never ran cannot be judged)
+    if keep.any():
+        errors[keep] = model.score_samples(np.hstack([test[keep], test[keep] - test_context[keep]]))
+    flagged = keep & (errors > model.threshold_)
+    departures = _paired_departures(train_runs, test_runs, baseline_name, test, vector, events, settings)
+    shares: dict[str, float] = {}
+    counter = None
+    usable = flagged & ~np.isnan(departures).any(axis=1)
+    if usable.any():
+        moved = departures[usable]
+        costlier, cheaper = np.clip(moved, 0, None) ** 2, np.clip(moved, None, 0) ** 2
+        total = (moved ** 2).sum()
+        shares = {f: float((moved[:, i] ** 2).sum() / total) for i, f in enumerate(features)} if total else {}
+        pick = costlier if costlier.sum() >= cheaper.sum() else cheaper
+        counter = features[int(np.argmax(pick.sum(axis=0)))]
+    regressed = improved = False
+    effect = p = None
+    score = 0.0
+    if counter is not None:
+        old = _median_by_input(train_runs, lambda r: _total(r, baseline_name, counter))
+        new = _median_by_input(test_runs, lambda r: _total(r, name, counter))
+        effect, logs = _paired_effect(old, new)
+        if effect is not None:
+            p = _one_sided_p(logs, greater=effect >= 1)
+            enough = bool(flagged.mean() >= settings.min_share) and p is not None and p <= settings.alpha
+            regressed = bool(enough and effect >= 1 + settings.min_effect)
+            improved = bool(enough and effect <= 1 / (1 + settings.min_effect))
+        column = departures[usable][:, features.index(counter)]
+        score = float(np.median(np.abs(column)) * flagged.mean())
+    finding = Finding(name, baseline_name, code_changed, len(test_runs), int(flagged.sum()), model.threshold_, counter,
+                      shares, effect, p, regressed, improved, score, model.fit_seconds_)
+    rows = np.flatnonzero(usable)
+    profiles = [(departures[i] ** 2 / max((departures[i] ** 2).sum(), 1e-12), name) for i in rows]
+    return finding, profiles
+
+
+def _clusters(profiles: list[tuple[np.ndarray, str]], features_of: dict[str, list[str]], seed: int) -> list[Cluster]:
+    """k-means over the flagged runs' departure profiles (each feature's share), the function one-hot beside
+    them, with k the number of distinct (function, dominant feature) pairs (at most 4); each cluster named
+    by its commonest function and the feature its mean profile weighs most."""
+    if not profiles:
+        return []
+    functions = sorted({name for _, name in profiles})
+    width = max(len(p) for p, _ in profiles)
+    x = np.array([np.concatenate([np.pad(p, (0, width - len(p))), np.eye(len(functions))[functions.index(name)]])
+                  for p, name in profiles])
+    k = min(4, len({(name, int(np.argmax(p))) for p, name in profiles}))
+    if k < 2:
+        labels = np.zeros(len(x), dtype=int)
+    else:
+        from sklearn.cluster import KMeans
+
+        labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(x)
+    found = []
+    for label in sorted(set(labels.tolist())):
+        members = [i for i in range(len(x)) if labels[i] == label]
+        names = [profiles[i][1] for i in members]
+        function = max(set(names), key=names.count)
+        features = features_of[function]
+        mean = x[members, :width].mean(axis=0)[:len(features)]
+        found.append(Cluster(len(members), function, features[int(np.argmax(mean))]))
+    return sorted(found, key=lambda c: (-c.size, c.function))
+
+
+def diagnose(changes: ChangeSet, runs: list[VersionRun], settings: Settings) -> Diagnosis:
+    """The verdict on the candidate from both versions' runs."""
+    ok = [r for r in runs if r.status == "ok"]
+    events = next((list(r.events) for r in ok if r.events), [])
+    failed = [{"version": r.version, "input": r.input_id, "message": r.message} for r in runs if r.status != "ok"]
+    summary = {"baseline": sum(r.version == BASELINE for r in ok), "candidate": sum(r.version == CANDIDATE for r in ok),
+               "inputs": len({r.input_id for r in ok}), "failed": failed}
+    changed_code = {*changes.changed, *changes.added, *changes.renamed.values()}
+    findings: list[Finding] = []
+    profiles: list[tuple[np.ndarray, str]] = []
+    for name in changes.touched:
+        finding, flagged = _judge_function(name, changes.baseline_name(name), name in changed_code, ok, events, settings)
+        findings.append(finding)
+        profiles += flagged
+    findings.sort(key=lambda f: (not f.regressed, not f.code_changed, -f.score, f.function))
+    clusters = _clusters(profiles, {f.function: [CALLS, *events] for f in findings}, settings.seed)
+    change_summary = asdict(changes)
+    change_summary.pop("common_files", None)
+    top: Finding | None = None
+    verdict = "no change" if changes.empty else "no regression"
+    if not changes.empty:
+        regressed = [f for f in findings if f.regressed]
+        improved = sorted((f for f in findings if f.improved), key=lambda f: (not f.code_changed, -f.score))
+        if regressed:
+            verdict, top = "regression", regressed[0]
+        elif improved:
+            verdict, top = "improvement", improved[0]
+    return Diagnosis(verdict, top.function if top else None, top.counter if top else None,
+                     top.effect if top else None,
+                     None if top is None or top.p_value is None else 1 - top.p_value,
+                     settings=settings, changes=change_summary, runs=summary, noise_floor=noise_floor(runs),
+                     findings=findings, clusters=clusters, cpu_total=cpu_total(runs, settings))

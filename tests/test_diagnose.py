@@ -1,0 +1,294 @@
+"""Performance-regression diagnosis (issue 22, AutoPerf): the AST diff, the autoencoder, the analysis on
+made-up runs, the real CLI on a small program with a seeded regression and a neutral change, bad input,
+and the diagnosis reader (property test)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mantispy.counters.function_profile import FunctionCounts
+from mantispy.diagnosis.analysis import diagnose
+from mantispy.diagnosis.autoencoder import CounterAutoencoder, counting_noise, sample_vector
+from mantispy.diagnosis.changes import ChangeError, ChangeSet, diff_trees
+from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, VersionRun
+from mantispy.diagnosis.types import Settings
+from tests.helpers import MANTISPY, json_paths, mutated, odd_json_values
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+LIB = '''
+    """A module."""
+    LIMIT = 3
+
+
+    def helper(x):
+        """Doubles."""
+        return x * 2
+
+
+    class Parser:
+        def parse(self, items):
+            def step(i):
+                return helper(i) + 1
+            return [step(i) for i in items]
+
+
+    def unrelated():
+        return 0
+'''
+
+
+def test_the_diff_finds_changed_renamed_added_functions_and_their_callers(tmp_path):
+    old = _write(tmp_path / "old", {"pkg/lib.py": LIB})
+    new_lib = (textwrap.dedent(LIB)
+               .replace("return x * 2", "return x * 2 + 0")  # helper changed
+               .replace('"""Doubles."""', '"""Doubles, now differently."""')
+               .replace("def unrelated():", "def not_related():")  # renamed, same code
+               + "\n\ndef fresh():\n    return helper(1)\n")
+    new = _write(tmp_path / "new", {"pkg/lib.py": new_lib})
+    changes = diff_trees(old, new)
+    assert changes.changed == ["pkg/lib.py:helper"]
+    assert changes.renamed == {"pkg/lib.py:unrelated": "pkg/lib.py:not_related"}
+    assert changes.added == ["pkg/lib.py:fresh"] and changes.removed == []
+    assert "pkg/lib.py:Parser.parse.<locals>.step" in changes.callers  # calls helper
+    assert "pkg/lib.py:Parser.parse" in changes.callers  # holds step, whose body names helper
+    assert changes.module_code_changed == []
+    assert changes.baseline_name("pkg/lib.py:not_related") == "pkg/lib.py:unrelated"
+    assert "pkg/lib.py:not_related" in changes.touched
+
+
+def test_comments_docstrings_and_formatting_are_no_change_but_module_code_is(tmp_path):
+    old = _write(tmp_path / "old", {"lib.py": LIB})
+    same = _write(tmp_path / "same", {"lib.py": '"""Another module docstring."""\n'
+                                      + textwrap.dedent(LIB).split('"""A module."""', 1)[1]
+                                      .replace("return x * 2", "return x*2  # twice")})
+    assert diff_trees(old, same).empty
+    moved = _write(tmp_path / "moved", {"lib.py": textwrap.dedent(LIB).replace("LIMIT = 3", "LIMIT = 4")})
+    changes = diff_trees(old, moved)
+    assert changes.module_code_changed == ["lib.py"] and not changes.changed and not changes.empty
+
+
+def test_versions_with_nothing_in_common_are_refused(tmp_path):
+    old = _write(tmp_path / "old", {"a.py": "x = 1\n"})
+    new = _write(tmp_path / "new", {"b.py": "x = 1\n"})
+    with pytest.raises(ChangeError, match="no Python file in common"):
+        diff_trees(old, new)
+    with pytest.raises(ChangeError, match="no such folder"):
+        diff_trees(old, tmp_path / "missing")
+
+
+def test_the_autoencoder_flags_what_departs_and_not_one_more_fault():
+    rng = np.random.default_rng(1)
+    events = ["sw.page_faults", "thread.cpu_ns"]
+    train, noise = [], []
+    for size in rng.uniform(100, 2000, 30):
+        totals = {"sw.page_faults": 0.0, "thread.cpu_ns": size * 1000 * rng.normal(1, 0.02)}
+        train.append(sample_vector(int(size), totals, events))
+        noise.append(counting_noise(int(size), totals, events))
+    model = CounterAutoencoder().fit(train, noise)
+    like = sample_vector(700, {"sw.page_faults": 0.0, "thread.cpu_ns": 700_000.0}, events)
+    slower = sample_vector(700, {"sw.page_faults": 0.0, "thread.cpu_ns": 2_100_000.0}, events)
+    one_fault = sample_vector(700, {"sw.page_faults": 1.0, "thread.cpu_ns": 700_000.0}, events)
+    scores = model.score_samples([like, slower, one_fault])
+    assert scores[0] <= model.threshold_ < scores[1]
+    assert scores[2] <= model.threshold_
+
+
+def _counts(name: str, calls: int, cpu_ns: float, faults: float = 0.0) -> FunctionCounts:
+    totals = {"sw.page_faults": faults, "thread.cpu_ns": cpu_ns}
+    return FunctionCounts(name, calls, totals, {k: v / max(calls, 1) for k, v in totals.items()}, min(calls, 10))
+
+
+def _runs(slow: float = 1.0, calls_factor: int = 1, seed: int = 0) -> list[VersionRun]:
+    """Two functions, outer calling inner, over 8 inputs; the candidate's inner costs ``slow`` times as much
+    per call and is called ``calls_factor`` times as often."""
+    rng = random.Random(seed)
+    runs = []
+    for version, repeats in ((BASELINE, 3), (CANDIDATE, 2)):
+        for size in range(1, 9):
+            for repeat in range(repeats):
+                factor = slow if version == CANDIDATE else 1.0
+                many = calls_factor if version == CANDIDATE else 1
+                inner_cpu = size * 1e7 * factor * many * rng.gauss(1, 0.03)
+                outer_cpu = inner_cpu + size * 2e7 * rng.gauss(1, 0.03)
+                functions = {"m.py:inner": _counts("m.py:inner", size * 50 * many, inner_cpu),
+                             "m.py:outer": _counts("m.py:outer", size, outer_cpu)}
+                runs.append(VersionRun(version, f"in{size}", repeat, "ok", outer_cpu / 1e9 + 0.05, functions,
+                                       ["sw.page_faults", "thread.cpu_ns"]))
+    return runs
+
+
+CHANGED_INNER = ChangeSet(changed=["m.py:inner"], callers=["m.py:outer"], files_changed=["m.py"])
+
+
+def test_a_slower_function_is_named_with_its_counter_before_its_caller():
+    diagnosis = diagnose(CHANGED_INNER, _runs(slow=1.6), Settings())
+    assert diagnosis.verdict == "regression"
+    assert (diagnosis.function, diagnosis.counter) == ("m.py:inner", "thread.cpu_ns")
+    assert diagnosis.effect == pytest.approx(1.6, rel=0.1) and diagnosis.confidence > 0.95
+    assert diagnosis.cpu_total.verdict == "regression"
+    assert [f.function for f in diagnosis.findings] == ["m.py:inner", "m.py:outer"]
+
+
+def test_more_calls_are_named_as_calls_and_noise_alone_is_no_regression():
+    more_calls = diagnose(CHANGED_INNER, _runs(calls_factor=3), Settings())
+    assert (more_calls.verdict, more_calls.function, more_calls.counter) == ("regression", "m.py:inner", "calls")
+    assert more_calls.effect == pytest.approx(3.0, rel=0.01)
+    for seed in range(3):
+        assert diagnose(CHANGED_INNER, _runs(seed=seed), Settings()).verdict == "no regression"
+    faster = diagnose(CHANGED_INNER, _runs(slow=0.5), Settings())
+    assert (faster.verdict, faster.function) == ("improvement", "m.py:inner")
+
+
+PROGRAM = {
+    "textlib.py": '''
+        """A small text pipeline."""
+
+
+        def tokenize(text):
+            return text.split()
+
+
+        def known(words, vocabulary):
+            vocab = set(vocabulary)
+            return [w for w in words if w in vocab]
+
+
+        def score(words):
+            total = 0
+            for w in words:
+                total += len(w) * 3 % 7
+            return total
+    ''',
+    "prog.py": '''
+        import random
+        import sys
+
+        import textlib
+
+
+        def main(n):
+            rng = random.Random(n)
+            vocabulary = [f"w{i}" for i in range(800)]
+            text = " ".join(f"w{rng.randrange(1600)}" for _ in range(n))
+            total = 0
+            for _ in range(12):
+                total += textlib.score(textlib.known(textlib.tokenize(text), vocabulary))
+            print(total)
+
+
+        main(int(sys.argv[1]))
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("diagnose")
+    base = _write(root / "base", PROGRAM)
+    slow = root / "slow"
+    shutil.copytree(base, slow)
+    lib = slow / "textlib.py"
+    lib.write_text(lib.read_text().replace("vocab = set(vocabulary)", "vocab = list(vocabulary)"))
+    renamed = root / "renamed"
+    shutil.copytree(base, renamed)
+    lib = renamed / "textlib.py"
+    lib.write_text(lib.read_text().replace("def score(", "def score_words(").replace("total = 0", "total = 0  # sum"))
+    (renamed / "prog.py").write_text((renamed / "prog.py").read_text().replace("textlib.score(", "textlib.score_words("))
+    spec = "".join(f'[[inputs.list]]\nid = "n{n}"\nargv = ["{n}"]\n' for n in (1500, 2500, 3500, 4500, 6000))
+    (root / "campaign.toml").write_text(f'name = "textlib"\nsource = "base"\nentry = "prog.py"\ntimeout = 60\n{spec}')
+    return root
+
+
+def _diagnose(root: Path, candidate: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*MANTISPY, "diagnose", "--baseline", str(root / "base"), "--candidate", str(root / candidate),
+                           str(root / "campaign.toml"), "--inputs", "0", *extra], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_diagnose_names_a_list_search_made_quadratic_and_fails_ci(versions, tmp_path):
+    out, page = tmp_path / "d.json", tmp_path / "d.html"
+    result = _diagnose(versions, "slow", "-o", str(out), "--html", str(page), "--fail-on-regression")
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("regression: textlib.py:known, counter thread.cpu_ns"), result.stdout
+    document = json.loads(out.read_text())
+    assert document["verdict"] == "regression" and document["function"] == "textlib.py:known"
+    assert document["changes"]["changed"] == ["textlib.py:known"] and "prog.py:main" in document["changes"]["callers"]
+    assert document["runs"] == {"baseline": 15, "candidate": 10, "inputs": 5, "failed": []}
+    html = page.read_text()
+    assert "textlib.py:known" in html and "<script" not in html
+    shown = subprocess.run([*MANTISPY, "diagnose", "--show", str(out)], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and shown.stdout.splitlines()[0] == result.stdout.splitlines()[0]
+
+
+def test_diagnose_sees_a_rename_and_a_comment_as_no_regression(versions):
+    result = _diagnose(versions, "renamed", "--fail-on-regression", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["changes"]["renamed"] == {"textlib.py:score": "textlib.py:score_words"}
+    assert document["verdict"] == "no regression", [(f["function"], f["counter"], f["effect"], f["p_value"])
+                                                    for f in document["findings"]]
+
+
+def test_diagnose_refuses_bad_input_in_one_line_and_keeps_files(versions, tmp_path):
+    keep = tmp_path / "keep.json"
+    keep.write_text("mine")
+    existing = _diagnose(versions, "slow", "-o", str(keep))
+    assert existing.returncode == 2 and keep.read_text() == "mine"
+    missing = _diagnose(versions, "nowhere")
+    assert missing.returncode == 2 and "nowhere" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    other = tmp_path / "other"
+    _write(other, {"prog.py": "import sys\n", "unrelated.py": "x = 1\n"})
+    shutil.copytree(other, tmp_path / "other2")
+    (tmp_path / "other2" / "prog.py").unlink()
+    broken = tmp_path / "broken"
+    shutil.copytree(versions / "base", broken)
+    (broken / "textlib.py").write_text("raise SystemExit('textlib is broken')\n")
+    failed = _diagnose(versions, str(broken))
+    assert failed.returncode == 1 and "failed on every input" in failed.stderr, failed.stderr
+    assert "Traceback" not in failed.stderr and len(failed.stderr.strip().splitlines()) <= 2
+    show_bad = subprocess.run([*MANTISPY, "diagnose", "--show", str(keep)], capture_output=True, text=True, timeout=60)
+    assert show_bad.returncode == 2 and str(keep) in show_bad.stderr and "Traceback" not in show_bad.stderr
+
+
+@pytest.fixture(scope="module")
+def recorded_diagnosis() -> dict:
+    return diagnose(CHANGED_INNER, _runs(slow=1.6), Settings()).to_json()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_diagnosis_reader_refuses_in_one_line_or_reads(recorded_diagnosis, tmp_path, data):
+    from mantispy.diagnosis.document import DiagnosisError, load
+    from mantispy.diagnosis.render_html import render as render_html
+    from mantispy.diagnosis.render_text import render as render_text
+
+    path = data.draw(st.sampled_from(list(json_paths(recorded_diagnosis, items=2))))
+    document = mutated(recorded_diagnosis, path, data.draw(odd_json_values()))
+    target = tmp_path / "d.json"
+    target.write_text(json.dumps(document), encoding="utf-8")
+    try:
+        diagnosis = load(target)
+    except DiagnosisError as exc:
+        assert str(target) in str(exc) and "\n" not in str(exc)
+        return
+    assert render_text(diagnosis) and render_html(diagnosis).endswith("</html>\n")
+    assert all(math.isfinite(f.score) for f in diagnosis.findings)
