@@ -7,15 +7,19 @@
    flagged without it), but no repeat of an input ever differed by that much;
 2. each candidate run of the function (its difference taken from the baseline's runs of its input) is
    flagged when its reconstruction error exceeds the threshold;
-3. the counter is named by the flagged runs' departure from the baseline's runs of the same input,
-   feature by feature (calls, then each counter per call), in units of the baseline's repeat noise: the
-   largest in the direction of more cost. Not by the reconstruction error's split, as AutoPerf does:
+3. each feature's inclusive total (calls, then each counter) is compared per input, candidate against
+   baseline: its median ratio over inputs and a one-sided p-value from a permutation test stratified by
+   input (:mod:`.significance`; every repeat counts). Among the features that grew significantly, the counter named is the one
+   whose flagged runs departed furthest from the baseline's runs of the same input, in units of the
+   baseline's repeat noise; a change may make one counter better and another worse (a full collection
+   after every conversion: fewer page faults, more CPU time), and more of one is a regression however
+   much less of another there is. Not the reconstruction error's split, as AutoPerf does:
    an autoencoder whose training vectors vary along one direction (CPU time growing with the input)
    reconstructs a departure along that direction and blames the counters that never varied (measured
    on a list search made quadratic: the error named context switches, the departure CPU time);
-4. a function regressed when at least ``min_share`` of its candidate runs are flagged, and its counter's
-   inclusive total grew by at least ``min_effect`` on the median input, significantly across inputs
-   (one-sided Wilcoxon signed-rank at ``alpha``; repeats of an input are reduced to their median first);
+4. a function regressed when at least ``min_share`` of its candidate runs are flagged and one of its
+   features grew by at least ``min_effect`` on the median input at ``alpha`` (improved: shrank, and none
+   grew);
 5. the root cause is the regressed function whose own code changed (before those that only call one: a
    caller's inclusive counts carry its callee's regression) with the highest score, its counter's median
    departure times its share of flagged runs;
@@ -37,27 +41,33 @@ import numpy as np
 from mantispy.diagnosis.autoencoder import FLOOR, CounterAutoencoder, counting_noise, sample_vector
 from mantispy.diagnosis.changes import ChangeSet
 from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, VersionRun
+from mantispy.diagnosis.significance import stratified_p
 from mantispy.diagnosis.types import CALLS, Cluster, CpuTotal, Diagnosis, Finding, Settings
 
 
-def _one_sided_p(log_ratios: list[float], greater: bool = True) -> float | None:
-    """P-value that the per-input log ratios are centred above zero (below, with ``greater=False``)."""
-    values = [v for v in log_ratios if v != 0.0]
-    if len(values) < 2:
-        return None
-    from scipy.stats import wilcoxon
-
-    result = wilcoxon(values, alternative="greater" if greater else "less")
-    return float(result.pvalue)
-
-
-def _median_by_input(runs: list[VersionRun], value) -> dict[str, float]:
+def _grouped(runs: list[VersionRun], value) -> dict[str, list[float]]:
     grouped: dict[str, list[float]] = defaultdict(list)
     for run in runs:
         got = value(run)
         if got is not None:
             grouped[run.input_id].append(got)
-    return {key: statistics.median(values) for key, values in grouped.items()}
+    return grouped
+
+
+def _test(old_runs: list[VersionRun], new_runs: list[VersionRun], old_value, new_value, smooth: float,
+          seed: int) -> tuple[float | None, float | None]:
+    """Candidate against baseline on one measure: the median over inputs of the ratio of their medians,
+    and the one-sided p-value in that ratio's direction (:func:`.significance.stratified_p` on the log of
+    value + ``smooth``)."""
+    old, new = _grouped(old_runs, old_value), _grouped(new_runs, new_value)
+    effect, _logs = _paired_effect({k: statistics.median(v) for k, v in old.items()},
+                                   {k: statistics.median(v) for k, v in new.items()}, smooth)
+    if effect is None:
+        return None, None
+    groups = [([math.log(v + smooth) for v in old[key]], [math.log(v + smooth) for v in new[key]])
+              for key in sorted(set(old) & set(new))
+              if all(v + smooth > 0 for v in [*old[key], *new[key]])]
+    return effect, stratified_p(groups, greater=effect >= 1, seed=seed)
 
 
 def _total(run: VersionRun, function: str, feature: str) -> float | None:
@@ -90,19 +100,24 @@ def noise_floor(runs: list[VersionRun]) -> float | None:
 
 def cpu_total(runs: list[VersionRun], settings: Settings) -> CpuTotal:
     """The total-CPU comparison (per input medians, paired)."""
-    ok = [r for r in runs if r.status == "ok"]
-    old = _median_by_input([r for r in ok if r.version == BASELINE], lambda r: r.cpu_s)
-    new = _median_by_input([r for r in ok if r.version == CANDIDATE], lambda r: r.cpu_s)
-    ratio, logs = _paired_effect(old, new, smooth=0.0)
+    ok = [r for r in runs if r.status == "ok" and r.cpu_s > 0]
+    ratio, p = _test([r for r in ok if r.version == BASELINE], [r for r in ok if r.version == CANDIDATE],
+                     lambda r: r.cpu_s, lambda r: r.cpu_s, 0.0, settings.seed)
     if ratio is None:
         return CpuTotal(None, None, "no regression")
     slower = ratio >= 1 + settings.min_effect
     faster = ratio <= 1 / (1 + settings.min_effect)
-    p = _one_sided_p(logs, greater=slower or not faster)
     verdict = "no regression"
     if p is not None and p <= settings.alpha:
         verdict = "regression" if slower else "improvement" if faster else "no regression"
     return CpuTotal(ratio, p, verdict)
+
+
+def _feature_test(train_runs: list[VersionRun], test_runs: list[VersionRun], baseline_name: str, name: str,
+                  feature: str, seed: int) -> tuple[float | None, float | None]:
+    """A feature's inclusive total, candidate against baseline: effect on the median input and p-value."""
+    return _test(train_runs, test_runs, lambda r: _total(r, baseline_name, feature), lambda r: _total(r, name, feature),
+                 1.0, seed)
 
 
 def _same_input_medians(train_runs: list[VersionRun], test_runs: list[VersionRun],
@@ -179,27 +194,34 @@ def _judge_function(name: str, baseline_name: str, code_changed: bool, runs: lis
     shares: dict[str, float] = {}
     counter = None
     usable = flagged & ~np.isnan(departures).any(axis=1)
-    if usable.any():
-        moved = departures[usable]
-        costlier, cheaper = np.clip(moved, 0, None) ** 2, np.clip(moved, None, 0) ** 2
-        total = (moved ** 2).sum()
-        shares = {f: float((moved[:, i] ** 2).sum() / total) for i, f in enumerate(features)} if total else {}
-        pick = costlier if costlier.sum() >= cheaper.sum() else cheaper
-        counter = features[int(np.argmax(pick.sum(axis=0)))]
     regressed = improved = False
     effect = p = None
     score = 0.0
-    if counter is not None:
-        old = _median_by_input(train_runs, lambda r: _total(r, baseline_name, counter))
-        new = _median_by_input(test_runs, lambda r: _total(r, name, counter))
-        effect, logs = _paired_effect(old, new)
-        if effect is not None:
-            p = _one_sided_p(logs, greater=effect >= 1)
-            enough = bool(flagged.mean() >= settings.min_share) and p is not None and p <= settings.alpha
-            regressed = bool(enough and effect >= 1 + settings.min_effect)
-            improved = bool(enough and effect <= 1 / (1 + settings.min_effect))
-        column = departures[usable][:, features.index(counter)]
-        score = float(np.median(np.abs(column)) * flagged.mean())
+    if usable.any():
+        moved = departures[usable]
+        total = (moved ** 2).sum()
+        shares = {f: float((moved[:, i] ** 2).sum() / total) for i, f in enumerate(features)} if total else {}
+        tests = {feature: _feature_test(train_runs, test_runs, baseline_name, name, feature, settings.seed)
+                 for feature in features}
+        median_departure = {f: float(np.median(moved[:, i])) for i, f in enumerate(features)}
+        enough = bool(flagged.mean() >= settings.min_share)
+
+        def significant(feature: str, worse: bool) -> bool:
+            got_effect, got_p = tests[feature]
+            if not enough or got_effect is None or got_p is None or got_p > settings.alpha:
+                return False
+            return got_effect >= 1 + settings.min_effect if worse else got_effect <= 1 / (1 + settings.min_effect)
+
+        worse = [f for f in features if significant(f, True) and median_departure[f] > 0]
+        better = [f for f in features if significant(f, False) and median_departure[f] < 0]
+        if worse:
+            counter, regressed = max(worse, key=lambda f: median_departure[f]), True
+        elif better:
+            counter, improved = min(better, key=lambda f: median_departure[f]), True
+        else:
+            counter = max(features, key=lambda f: abs(median_departure[f]))
+        effect, p = tests[counter]
+        score = float(abs(median_departure[counter]) * flagged.mean())
     finding = Finding(name, baseline_name, code_changed, len(test_runs), int(flagged.sum()), model.threshold_, counter,
                       shares, effect, p, regressed, improved, score, model.fit_seconds_)
     rows = np.flatnonzero(usable)

@@ -20,7 +20,7 @@ JSON (format ``mantispy-diagnosis``, version 1)::
 
 ``effect`` is the median over inputs of the candidate's over the baseline's inclusive total of the
 counter (for ``calls``: the number of calls); ``confidence`` is 1 - the one-sided p-value of that
-difference across inputs (Wilcoxon signed-rank).
+difference (a permutation test stratified by input, :mod:`mantispy.diagnosis.significance`).
 """
 
 from __future__ import annotations
