@@ -133,4 +133,18 @@ grep -q "work (squares.py" <<<"$folded" || { echo "wheel check: the recording ha
 mantispy flame last --store rec.db --format html -o view.html
 grep -q "recording-data" view.html && grep -q "brushTo" view.html \
     || { echo "wheel check: the recording's HTML view lacks its data or its script" >&2; exit 1; }
+step "mantispy diagnose (the per-function counter profiler runs from the wheel)"
+cp -r app slower
+sed -i 's/total += i \* i/total += sum(range(3)) + i * i/' slower/squares.py
+mantispy diagnose --baseline app --candidate slower spec.toml --inputs 4 --repeats 2 --candidate-repeats 1 \
+    -o diagnosis.json > diagnosis.txt
+"$tmp/venv/bin/python" - <<'PY'
+import json, sys
+
+document = json.load(open("diagnosis.json"))
+if document["changes"]["changed"] != ["squares.py:work"] or document["runs"]["candidate"] != 4:
+    sys.exit(f"wheel check: mantispy diagnose compared the wrong things: {document['changes']}, {document['runs']}")
+if not any(f["function"] == "squares.py:work" and f["samples"] == 4 for f in document["findings"]):
+    sys.exit("wheel check: mantispy diagnose has no profile of the changed function")
+PY
 echo "wheel check: ok"

@@ -131,9 +131,10 @@ def _run(baseline: Path, candidate: Path, spec_path: Path, input_count: int, rep
     records = _choose_inputs(spec.inputs, input_count, seed)
     patterns = {BASELINE: sorted({changes.baseline_name(n) for n in changes.touched}), CANDIDATE: changes.touched}
     if not quiet:
+        count = len(changes.touched)
         click.echo(f"{len(changes.changed)} changed, {len(changes.added)} added, {len(changes.removed)} removed, "
-                   f"{len(changes.renamed)} renamed functions; profiling {len(changes.touched)} functions over "
-                   f"{len(records)} inputs", err=True)
+                   f"{len(changes.renamed)} renamed functions; profiling {count} function{'' if count == 1 else 's'} "
+                   f"over {len(records)} input{'' if len(records) == 1 else 's'}", err=True)
 
     live = not quiet and sys.stderr.isatty()
 
