@@ -116,6 +116,29 @@ def mutated(document, path, value):
     return document
 
 
+def read_mutated(document, data, tmp_path: Path, load, error: type[Exception], items: int = 2):
+    """Draw a path in ``document`` and an odd JSON value (Hypothesis ``data``), write the mutated document
+    and read it with ``load``: the object read, or None when ``load`` refused it with ``error`` in one
+    line naming the file (asserted)."""
+    import json
+
+    path = data.draw(st_sampled_paths(document, items))
+    target = tmp_path / "mutated.json"
+    target.write_text(json.dumps(mutated(document, path, data.draw(odd_json_values()))), encoding="utf-8")
+    try:
+        return load(target)
+    except error as exc:
+        assert str(target) in str(exc) and "\n" not in str(exc), exc
+        return None
+
+
+def st_sampled_paths(document, items: int):
+    """Hypothesis strategy: one of ``document``'s JSON paths."""
+    from hypothesis import strategies as st
+
+    return st.sampled_from(list(json_paths(document, items=items)))
+
+
 def find_browser() -> str | None:
     """Chromium (or Chrome) on PATH, or None."""
     import shutil

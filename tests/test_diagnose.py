@@ -23,7 +23,7 @@ from mantispy.diagnosis.autoencoder import CounterAutoencoder, counting_noise, s
 from mantispy.diagnosis.changes import ChangeError, ChangeSet, diff_trees
 from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, VersionRun
 from mantispy.diagnosis.types import Settings
-from tests.helpers import MANTISPY, json_paths, mutated, odd_json_values
+from tests.helpers import MANTISPY, read_mutated
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -282,14 +282,8 @@ def test_the_diagnosis_reader_refuses_in_one_line_or_reads(recorded_diagnosis, t
     from mantispy.diagnosis.render_html import render as render_html
     from mantispy.diagnosis.render_text import render as render_text
 
-    path = data.draw(st.sampled_from(list(json_paths(recorded_diagnosis, items=2))))
-    document = mutated(recorded_diagnosis, path, data.draw(odd_json_values()))
-    target = tmp_path / "d.json"
-    target.write_text(json.dumps(document), encoding="utf-8")
-    try:
-        diagnosis = load(target)
-    except DiagnosisError as exc:
-        assert str(target) in str(exc) and "\n" not in str(exc)
+    diagnosis = read_mutated(recorded_diagnosis, data, tmp_path, load, DiagnosisError)
+    if diagnosis is None:
         return
     assert render_text(diagnosis) and render_html(diagnosis).endswith("</html>\n")
     assert all(math.isfinite(f.score) for f in diagnosis.findings)
