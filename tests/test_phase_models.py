@@ -132,6 +132,52 @@ def test_a_rare_phase_departs_only_when_it_outlasts_every_training_run(fitted):
     assert long.anomalous and any("longer than any training run's 0.40 s" in d.describe() for d in long.departures)
 
 
+def test_a_meta_input_that_barely_moves_is_not_a_candidate():
+    """P1's peak memory moving 0.5 % with P2's noise explains that noise in training and nothing after
+    it: the selection must not be offered it (P1's duration, which spans 2x, stays a candidate)."""
+    rng = random.Random(3)
+    runs = []
+    for n in range(32):
+        records, passes = 10 + (n * 7) % 21, 1 + (n * 5) % 4
+        phases = _phases(records, passes, rng)
+        mix = phases.phases[1]
+        drift = mix["seconds"] / (0.03 * records * passes) - 1  # this run's noise in P2
+        phases.phases[0]["peak_rss_bytes"] = 30e6 * (1 + 0.1 * drift)
+        runs.append(TrainingRun(f"i{n}", _inputs(records, passes), {}, phases, whole_run(phases)))
+    model = phase_model.fit(runs, [tuple(k) for k in KNOWN], PhaseOptions(), Program("phased.py"), ModelOptions(min_runs=8))
+    for metric, fitted in model["phases"]["P2"]["metrics"].items():
+        assert "meta:P1.peak_rss_bytes" not in fitted["model"]["scaling"], metric
+    rows, _, _ = phase_model._phase_rows(runs, "P2", "wall_s", with_features=False)
+    assert "meta:P1.wall_s" in rows[0] and "meta:P1.peak_rss_bytes" not in rows[0]
+
+
+def test_an_earlier_phase_beyond_its_training_range_does_not_carry_a_later_estimate(fitted):
+    """CI found it: P2's model had a slope on P1's peak memory (250 KB of spread in training); a run
+    whose P1 used 1.5 MB more (an injector's imports) put P2's estimate at its floor, and the normal P2
+    departed. Meta-inputs are read within their training range; input numbers still extrapolate."""
+    import copy
+
+    model = copy.deepcopy(fitted)
+    wall = model["phases"]["P2"]["metrics"]["wall_s"]["model"]
+    meta = "meta:P1.peak_rss_bytes"
+    low, high = 29.9e6, 30.1e6
+    if wall["form"] == "log":
+        low, high = math.log1p(low), math.log1p(high)
+    wall["scaling"][meta] = {"min": low, "max": high}
+    wall["terms"].append({"coefficient": -0.05, "factors": [{"feature": meta, "power": 1}]})
+    rng = random.Random(7)
+    usual = _phases(18, 2, rng)
+    assert not check(model, usual, _inputs(18, 2), None).anomalous
+    heavier = _phases(18, 2, rng)
+    heavier.phases[0]["peak_rss_bytes"] = 31.5e6  # below P1's own memory floor: P1 is not an anomaly either
+    verdict = check(model, heavier, _inputs(18, 2), None)
+    assert not verdict.anomalous, [d.describe() for d in verdict.departures]
+    given = {**_inputs(18, 2), **meta_inputs(heavier, "P2")}
+    assert phase_model.estimate(wall, given) == phase_model.estimate(wall, {**given, meta: 30.1e6})
+    bigger = _inputs(40, 2)  # twice the largest training input: the estimate follows it
+    assert phase_model.estimate(wall, {**bigger, meta: 30e6}) > 1.5 * phase_model.estimate(wall, {**given, meta: 30e6})
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_phase_model_reader_refuses_in_one_line_or_checks(fitted, tmp_path, data):

@@ -22,9 +22,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mantispy.modeling.evaluation import predict
-
-from .model import meta_inputs, needs_features, whole_run
+from .model import estimate, meta_inputs, needs_features, whole_run
 from .observe import METRIC_WORDS, RunPhases
 
 MIB = 2.0**20
@@ -118,7 +116,7 @@ def _compare(phase: str, name: str, metric: str, actual: float, fitted: dict[str
         model, residuals, which = fitted["portable"], fitted.get("portable_residuals"), "portable"
     if residuals is None:
         return None
-    expected = predict(model, values)
+    expected = estimate(model, values)
     if not (expected > 0 and math.isfinite(expected)) or actual <= 0:
         return None
     spread = max(float(residuals["spread"]), options.min_spread)

@@ -6,7 +6,13 @@ a constant, the input descriptors, or the input descriptors with the program's f
 *meta-inputs*, each in the additive and the multiplicative form). The meta-inputs are the paper's: the
 measured duration, CPU time and peak memory of the two phases that ran before this one in the same run
 (``meta:P1.wall_s``), so a phase whose cost follows an earlier phase's need not be explained by the input
-alone. A model that needs program features is fitted twice, with and without them: a run recorded
+alone. An estimate reads each meta-input within the range its model's training runs showed
+(:func:`estimate`): an earlier phase measured beyond it (more memory because something else was
+imported, a phase slowed by an anomaly) must not carry a later phase's estimate along a slope fitted on
+a few hundred kilobytes of spread. For the same reason a meta-input is a candidate only where its
+training runs span at least :data:`META_MIN_SPREAD` of its median: a Python process's memory is mostly
+the interpreter's, and 2 % of it moving from run to run is noise a regression can still lean on. A model
+that needs program features is fitted twice, with and without them: a run recorded
 outside a campaign (``mantispy record``) has its argv and input files, not its feature counts.
 
 Each model keeps the spread of its out-of-fold log residuals (median and 1.4826 x median absolute
@@ -45,6 +51,7 @@ PHASE_MODEL_VERSION = 1
 META_PREFIX = "meta:"
 META_METRICS = ("wall_s", "cpu_s", "peak_rss_bytes")
 WHOLE_RUN_METRICS = ("wall_s", "cpu_s", "cpu_percent", "peak_rss_bytes")
+META_MIN_SPREAD = 0.10  # a meta-input whose training runs span less than this share of its median is noise
 IO_FLOOR_BYTES = 2.0**20  # a phase's IO is modelled when its training runs' median moves at least this much
 
 
@@ -187,7 +194,20 @@ def _phase_rows(runs: list[TrainingRun], label: str, metric: str, with_features:
         rows.append(row)
         ys.append(value)
         groups.append(run.input_id)
+    noise = _flat_meta_inputs(rows)
+    rows = [{name: value for name, value in row.items() if name not in noise} for row in rows]
     return rows, np.asarray(ys, dtype=float), np.asarray(groups)
+
+
+def _flat_meta_inputs(rows: list[dict[str, float]]) -> set[str]:
+    """Meta-inputs whose training values span less than :data:`META_MIN_SPREAD` of their median."""
+    flat = set()
+    for name in {n for row in rows for n in row if n.startswith(META_PREFIX)}:
+        values = [row[name] for row in rows if name in row]
+        middle = statistics.median(values)
+        if middle <= 0 or (max(values) - min(values)) < META_MIN_SPREAD * middle:
+            flat.add(name)
+    return flat
 
 
 def _columns(rows: list[dict[str, float]]) -> tuple[list[str], list[str]]:
@@ -238,6 +258,25 @@ def _fit_metric(runs: list[TrainingRun], label: str, metric: str, options: Model
             entry = {"model": full, "residuals": residual_scale(oof_f, y_f), "portable": portable,
                      "portable_residuals": entry["residuals"]}
     return entry
+
+
+def estimate(model: dict[str, Any], values: dict[str, float]) -> float:
+    """A phase model's estimate for one run, each meta-input held within the range its training runs
+    showed. Input numbers and program features are not bounded: a larger input is the extrapolation a
+    model exists for; an earlier phase measured outside its training range is not (CI found a phase
+    predicted at its floor because the phase before it used 1.5 MB more memory than in training)."""
+    from mantispy.modeling.evaluation import predict
+
+    log_form = model.get("form", "polynomial") == "log"
+    bounded = dict(values)
+    for name, bounds in model.get("scaling", {}).items():
+        if not name.startswith(META_PREFIX) or name not in bounded:
+            continue
+        low, high = float(bounds["min"]), float(bounds["max"])
+        if log_form:  # the model's bounds are of log1p(value); meta-inputs are never negative
+            low, high = math.expm1(low), math.expm1(high)
+        bounded[name] = min(max(float(bounded[name]), low), high)
+    return predict(model, bounded)
 
 
 def _uses_only(model: dict[str, Any], inputs: list[str], prefix: str) -> bool:
@@ -323,10 +362,10 @@ def _evaluate(test: list[TrainingRun], phases: dict[str, dict[str, Any]], whole:
                     if metric == "wall_s":
                         complete = False
                     continue
-                estimate = predict(fitted["model"], {**run.inputs, **run.features, **meta_inputs(run.phases, label)})
-                per_phase.setdefault(label, {}).setdefault(metric, []).append(abs(estimate - value) / value)
+                expected = estimate(fitted["model"], {**run.inputs, **run.features, **meta_inputs(run.phases, label)})
+                per_phase.setdefault(label, {}).setdefault(metric, []).append(abs(expected - value) / value)
                 if metric == "wall_s":
-                    total += estimate
+                    total += expected
         whole_model = whole.get("wall_s")
         if complete and whole_model is not None and run.whole.get("wall_s", 0) > 0:
             sums.append(total)
