@@ -67,7 +67,8 @@ def walk_sources(src: Path) -> Iterator[Path]:
             yield Path(root) / name
 
 
-def _excluded(rel: str, patterns: list[str]) -> bool:
+def is_excluded(rel: str, patterns: list[str]) -> bool:
+    """Whether ``--exclude`` patterns name this file (by relative path or by file name)."""
     return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(Path(rel).name, p) for p in patterns)
 
 
@@ -181,7 +182,7 @@ def _instrument_file(
         message = None if error is None else str(error)
         return FileRecord(rel, status, sha, lines=data.count(b"\n"), error=message), error
 
-    if _excluded(rel, exclude):
+    if is_excluded(rel, exclude):
         return copy_unchanged("excluded")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # PEP 263 declaration, BOM, else UTF-8

@@ -189,16 +189,26 @@ def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[st
 @click.option("--python", "python", default=None, help="Interpreter to run with (default: this one).")
 @click.option("--observed-calls", "observed_calls", default=None, type=click.Path(path_type=Path),
               help="Also record which callee each call site reached (hybrid slicing); merged into this JSON file.")
+@click.option("--backend", type=click.Choice(["source", "monitor"]), default="source", show_default=True,
+              help="source: OUT is an instrumented folder; monitor: OUT is the original source, counted from its "
+                   "bytecode (sys.monitoring on 3.12+, sys.settrace on 3.11), nothing rewritten.")
+@click.option("--exclude", multiple=True, help="With --backend monitor: glob of files not to count (repeatable).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...], observed_calls: Path | None = None) -> None:
+def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...], observed_calls: Path | None = None,
+        backend: str = "source", exclude: tuple[str, ...] = ()) -> None:
     """Run the instrumented program in OUT: mantispy run OUT --features-out F -- SCRIPT|-m MODULE ARGS...
 
     The program's output and exit status are its own; the features land in F when it ends (normal
-    exit, sys.exit, uncaught exception or SIGTERM; os._exit loses them).
+    exit, sys.exit, uncaught exception or SIGTERM; os._exit loses them). With --backend monitor, OUT is
+    the program's own source folder (or file), run unchanged: the same loop, branch, call and handler
+    counts under the same feature ids, no values.
     """
     from mantispy.core.launch import LaunchError, program_argv, program_env, run_measured
     from mantispy.instrument.manifest import manifest_path
 
+    if backend == "monitor":
+        _run_monitored(out, features_out, python, args, list(exclude))
+        return
     if not manifest_path(out).exists():
         raise UserError(f"{out}: not an instrumented folder (no .mantis/manifest.json); run mantispy instrument first")
     extra: list[Path] = []
@@ -237,6 +247,37 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
             "or a signal other than SIGTERM)",
             err=True,
         )
+    code = measurement.returncode
+    sys.exit(code if code >= 0 else 128 - code)
+
+
+def _run_monitored(src: Path, features_out: Path, python: str | None, args: tuple[str, ...], exclude: list[str]) -> None:
+    """``mantispy run --backend monitor``: the original program, counted from its bytecode."""
+    from mantispy.core.launch import LaunchError, program_argv, run_measured
+    from mantispy.monitoring.launch import MonitoredLaunch
+
+    if not src.exists():
+        raise UserError(f"{src}: no such file or folder; give the program's source folder (or .py file)")
+    features_out = features_out.resolve()
+    if features_out.is_relative_to(src.resolve()) if src.is_dir() else False:
+        raise UserError(f"{features_out}: inside the source folder {src}; write the features elsewhere")
+    features_out.parent.mkdir(parents=True, exist_ok=True)
+    if features_out.exists():
+        features_out.unlink()
+    root = src.resolve() if src.is_dir() else src.resolve().parent
+    try:
+        argv = program_argv(root, list(args), python)
+    except LaunchError as exc:
+        raise UserError(str(exc)) from None
+    with MonitoredLaunch(src, features_out, python, exclude) as launch:
+        summary = launch.summary
+        if summary["unplaced"]:
+            click.echo(f"mantispy: warning: {summary['unplaced']} of {summary['counters']} counter(s) have no construct "
+                       "the bytecode backend can find; they count 0", err=True)
+        measurement = run_measured(argv, launch.env)
+    if not features_out.exists():
+        click.echo(f"mantispy: warning: no features written to {features_out} (the program ended through os._exit "
+                   "or a signal other than SIGTERM)", err=True)
     code = measurement.returncode
     sys.exit(code if code >= 0 else 128 - code)
 

@@ -1,0 +1,361 @@
+"""The bytecode backend's collector: count a program's features without rewriting its source.
+
+``mantispy run SRC --backend monitor`` starts the program unchanged with a *plan* (see
+:mod:`mantispy.monitoring.plan`): for every file of SRC, the feature ids the source instrumentor would
+give it and, for each counter, what in the bytecode marks one count:
+
+* ``calls``: ``[index, first_line, name, column]``: a start of a code object of the file whose
+  ``co_firstlineno`` and ``co_name`` match (lambdas sharing a line are told apart by column);
+* ``entries``: ``[[index, ...], line, col, end_line, end_col, owners]``: the construct whose first
+  instruction executes once per count (a loop's target or body, an arm's first statement, a handler's body), in
+  ``ast`` positions (columns in UTF-8 bytes, as ``co_positions`` gives them). Every instruction of the
+  code object that lies inside the span while the instruction before it (in layout) does not is such a
+  first instruction; the compiler's copies of a block (``finally`` bodies) each have their own;
+* ``derived``: ``[index, hidden, [arms]]``: a count that has no instruction of its own (an ``if`` with no
+  ``else``: its tests minus its arm) is a hidden counter's minus the arms'.
+
+The counts go through the source runtime's collector (:mod:`mantispy.runtime.collector`), so threads,
+forked and spawned children, SIGTERM and the output file behave exactly as for instrumented code, and
+the result is the same ``{feature_id: count}`` JSON.
+
+On Python 3.12+ the counting uses ``sys.monitoring`` (its own tool id): ``PY_START`` everywhere, which
+prepares a code object of the program the first time it starts and is disabled for every other code
+object; ``INSTRUCTION`` events only on the program's code objects, disabled at every offset that marks
+nothing, so after warm-up only counted instructions call back. On 3.11, ``sys.settrace`` with opcode
+events in the program's frames gives the same counts, more slowly. Values (the first k versions of a
+variable) are the source backend's alone.
+
+Beside other sys.monitoring tools (coverage.py's sysmon core, debuggers, profilers) mantispy takes a
+free id of its own (4, 3, then 1), says at start and at exit which ids others hold, and when none is free
+says so in one line and lets the program run uncounted. CPython's rules leave two blind spots: code that
+runs inside another tool's callback produces no events for anyone, and when another tool changes its
+global events, frames already running stop reporting their instructions until they return (calls, and
+frames started afterwards, are counted). Standard library only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import threading
+
+from . import collector as _collector
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no run-time import of typing (start-up cost)
+    from typing import Any
+
+ENV_PLAN = "MANTIS_MONITOR_PLAN"
+"""Environment variable naming the plan JSON file."""
+
+PLAN_FORMAT = "mantispy-monitor-plan"
+PLAN_VERSION = 1
+TOOL_NAME = "mantispy"
+PREFERRED_TOOL_IDS = (4, 3, 1)  # 0 debugger, 2 profiler, 5 optimizer: left to the tools they are for
+
+
+class MonitoredRegistration(_collector.Registration):
+    """A file's counters as the collector sees them, fed by bytecode events instead of probes.
+
+    ``counters`` holds the public counters and then the hidden ones; :meth:`counts` returns the public
+    counts, derived ones computed from the hidden counters."""
+
+    __slots__ = ("derived",)
+
+    def __init__(self, file: str, counter_ids: tuple[str, ...], hidden: int, derived: list) -> None:
+        super().__init__(file, counter_ids, (), 0)
+        self.counters = tuple(itertools.count(1) for _ in range(len(counter_ids) + hidden))
+        self.baseline = [0] * len(self.counters)
+        self.derived = derived
+
+    def counts(self) -> list[int]:
+        """Public counts since the baseline, derived ones as their hidden counter minus their arms."""
+        raw = [n - b for n, b in zip(self.raw_counts(), self.baseline)]
+        public = raw[: len(self.counter_ids)]
+        for index, hidden, arms in self.derived:
+            public[index] = max(0, raw[hidden] - sum(raw[arm] for arm in arms))
+        return public
+
+
+class _File:
+    """One file of the plan, prepared lazily: its registration and its entries."""
+
+    __slots__ = ("rel", "plan", "registration")
+
+    def __init__(self, rel: str, plan: dict) -> None:
+        self.rel = rel
+        self.plan = plan
+        self.registration: MonitoredRegistration | None = None
+
+    def counters(self) -> tuple:
+        if self.registration is None:
+            with _collector.get_lock():
+                if self.registration is None:
+                    _collector.ensure_installed()
+                    reg = MonitoredRegistration(self.rel, tuple(self.plan["counters"]), int(self.plan["hidden"]),
+                                                [list(d) for d in self.plan["derived"]])
+                    _collector.add(reg)
+                    self.registration = reg
+        return self.registration.counters
+
+
+class Plan:
+    """The plan's files, and what each code object of the program counts (found on its first start)."""
+
+    def __init__(self, data: dict) -> None:
+        if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT or data.get("version") != PLAN_VERSION:
+            raise ValueError("not a mantispy monitor plan of this version")
+        self.root = os.path.normcase(os.path.abspath(data["root"]))
+        self.files = {rel: _File(rel, spec) for rel, spec in data["files"].items()}
+        self._by_filename: dict[str, _File | None] = {}
+
+    def file_of(self, code) -> _File | None:
+        """The plan's file holding ``code`` (None for code of any other file)."""
+        name = code.co_filename
+        try:
+            return self._by_filename[name]
+        except KeyError:
+            pass
+        found = None
+        if not (name.startswith("<") and name.endswith(">")):
+            path = os.path.normcase(os.path.abspath(name))
+            if path.startswith(self.root + os.sep):
+                found = self.files.get(path[len(self.root) + 1:].replace(os.sep, "/"))
+        self._by_filename[name] = found
+        return found
+
+    def prepare(self, code) -> tuple[Any, dict[int, tuple[Any, ...]], int] | None:
+        """What ``code`` counts: the counter of its calls (or None), {offset: counters entered} and the
+        offset where a call starts (its first RESUME); None when it belongs to no file of the plan."""
+        file = self.file_of(code)
+        if file is None:
+            return None
+        counters = file.counters()
+        matching = [(index, column) for index, line, name, column in file.plan["calls"]
+                    if line == code.co_firstlineno and name == code.co_name]
+        if len(matching) > 1:  # lambdas (or same-named functions) sharing a line: the nearest column before
+            start = _body_column(code)
+            before = [(column, index) for index, column in matching if column is not None and column <= start]
+            matching = [(max(before)[1], None)] if before else matching[:1]
+        call = counters[matching[0][0]] if matching else None
+        entries: dict[int, list] = {}
+        flow = _Flow(code)
+        identity = [code.co_firstlineno, code.co_name]
+        for spec in file.plan["entries"]:
+            indexes, span, owners = spec[0], spec[1:5], spec[5]
+            if identity not in owners:
+                continue
+            for offset in flow.entries(span):
+                entries.setdefault(offset, []).extend(counters[i] for i in indexes)
+        return call, {offset: tuple(found) for offset, found in entries.items()}, flow.start
+
+
+class _Flow:
+    """A code object's instructions: positions, and where control comes from (fall-through and jumps)."""
+
+    __slots__ = ("offsets", "positions", "predecessors", "start")
+
+    def __init__(self, code) -> None:
+        import dis
+
+        jumps = set(dis.hasjrel) | set(dis.hasjabs) | set(getattr(dis, "hasjump", ()))
+        instructions = list(dis.get_instructions(code))
+        self.offsets = [i.offset for i in instructions]
+        self.start = next((i.offset for i in instructions if i.opname == "RESUME"), 0)  # where a call begins
+        self.positions: dict[int, tuple[int, int, int, int] | None] = {}
+        self.predecessors: dict[int, list[int]] = {o: [] for o in self.offsets}
+        for n, instruction in enumerate(instructions):
+            pos = instruction.positions
+            place = None if pos is None else (pos.lineno, pos.col_offset, pos.end_lineno, pos.end_col_offset)
+            self.positions[instruction.offset] = place if place is not None and None not in place else None  # type: ignore[assignment]
+            if instruction.opcode in jumps and isinstance(instruction.argval, int) and instruction.argval in self.predecessors:
+                self.predecessors[instruction.argval].append(instruction.offset)
+            if n + 1 < len(instructions) and not _ends_flow(instruction.opname):
+                self.predecessors[instructions[n + 1].offset].append(instruction.offset)
+
+    def entries(self, span) -> list[int]:
+        """Offsets inside ``span`` that control reaches from outside it: the construct's first instruction,
+        once per copy the compiler made of it. An instruction that only jumps back into the construct
+        (its implicit ``return None`` placed elsewhere with the test's position) is no entry."""
+        found = []
+        for offset in self.offsets:
+            pos = self.positions[offset]
+            if pos is not None and _inside(pos, span) and (offset == self.offsets[0] or self._from_outside(offset, span)):
+                found.append(offset)
+        return found
+
+    def _from_outside(self, offset: int, span) -> bool:
+        seen = {offset}
+        stack = list(self.predecessors[offset])
+        while stack:
+            before = stack.pop()
+            if before in seen:
+                continue
+            seen.add(before)
+            pos = self.positions[before]
+            if pos is None:  # a compiler artefact without a place: look through it
+                if before == self.offsets[0]:
+                    return True
+                stack.extend(self.predecessors[before])
+            elif not _inside(pos, span):
+                return True
+        return False
+
+
+def _ends_flow(opname: str) -> bool:
+    return (opname.startswith(("RETURN", "RAISE", "RERAISE"))
+            or opname in ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"))
+
+
+def _inside(pos: tuple[int, int, int, int], span) -> bool:
+    line, col, end_line, end_col = span
+    return (line, col) <= (pos[0], pos[1]) and (pos[2], pos[3]) <= (end_line, end_col)
+
+
+def _body_column(code) -> int:
+    """The column where ``code``'s body starts: its first positioned, non-empty instruction on its first line."""
+    columns = [pos[1] for pos in _Flow(code).positions.values()
+               if pos is not None and pos[0] == code.co_firstlineno and (pos[2], pos[3]) > (pos[0], pos[1])]
+    return min(columns) if columns else 0
+
+
+# ------------------------------------------------------------------------------------------ backends
+
+_plan: Plan | None = None
+_tool_id: int | None = None
+_messages: list[str] = []
+
+
+def tools_in_use() -> dict[int, str]:
+    """The sys.monitoring tool ids other tools hold (3.12+; empty before)."""
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return {}
+    return {i: monitoring.get_tool(i) for i in range(6) if monitoring.get_tool(i) is not None and i != _tool_id}
+
+
+def _install_monitoring(plan: Plan) -> None:
+    global _tool_id
+    monitoring = getattr(sys, "monitoring")  # noqa: B009 - 3.12+ only; the type checker runs on 3.11
+    events = monitoring.events
+    free = [i for i in PREFERRED_TOOL_IDS if monitoring.get_tool(i) is None]
+    if not free:
+        taken = ", ".join(f"{i} ({monitoring.get_tool(i)})" for i in range(6) if monitoring.get_tool(i))
+        _warn(f"no free sys.monitoring tool id (taken: {taken}); features not counted")
+        return
+    tool = free[0]
+    monitoring.use_tool_id(tool, TOOL_NAME)
+    _tool_id = tool
+    disable = monitoring.DISABLE
+    prepared: dict[Any, tuple[Any, dict[int, tuple[Any, ...]], int] | None] = {}
+    lock = threading.Lock()
+
+    def on_start(code, offset):
+        try:
+            found = prepared[code]
+        except KeyError:
+            with lock:
+                found = prepared.get(code, False)
+                if found is False:
+                    found = plan.prepare(code)
+                    prepared[code] = found
+                    if found is not None and found[1]:
+                        monitoring.set_local_events(tool, code, events.INSTRUCTION)
+        if found is None or found[0] is None:
+            return disable
+        next(found[0])
+        return None
+
+    def on_instruction(code, offset):
+        found = prepared.get(code)
+        hits = found[1].get(offset) if found is not None else None
+        if hits is None:
+            return disable
+        for counter in hits:
+            next(counter)
+        return None
+
+    monitoring.register_callback(tool, events.PY_START, on_start)
+    monitoring.register_callback(tool, events.INSTRUCTION, on_instruction)
+    monitoring.set_events(tool, events.PY_START)
+    if os.environ.get(_collector.ENV_ROOT) == str(os.getpid()) or not os.environ.get(_collector.ENV_ROOT):
+        import atexit
+
+        atexit.register(_report_other_tools)
+
+
+def _report_other_tools() -> None:
+    """At exit: the sys.monitoring tools that ran beside mantispy, if any (one line)."""
+    others = tools_in_use()
+    if others:
+        _warn("sys.monitoring tools beside mantispy at exit: " + ", ".join(f"{i} ({n})" for i, n in sorted(others.items())))
+
+
+def _install_trace(plan: Plan) -> None:
+    """3.11: the same counts through sys.settrace (call events, opcode events in the program's frames)."""
+    prepared: dict[Any, tuple[Any, dict[int, tuple[Any, ...]], int] | None] = {}
+
+    def local(frame, event, arg):
+        if event == "opcode":
+            found = prepared[frame.f_code]
+            hits = found[1].get(frame.f_lasti) if found is not None else None
+            if hits is not None:
+                for counter in hits:
+                    next(counter)
+        return local
+
+    def on_call(frame, event, arg):
+        if event != "call":
+            return None
+        code = frame.f_code
+        try:
+            found = prepared[code]
+        except KeyError:
+            found = prepared[code] = plan.prepare(code)
+        if found is None:
+            return None
+        # a generator's resumption is a "call" event too, at another RESUME than the first
+        if found[0] is not None and frame.f_lasti == found[2]:
+            next(found[0])
+        if not found[1]:
+            return None
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        return local
+
+    sys.settrace(on_call)
+    threading.settrace(on_call)
+
+
+def _warn(message: str) -> None:
+    _messages.append(message)
+    try:
+        sys.stderr.write(f"mantispy: {message}\n")
+    except (OSError, ValueError):
+        pass
+
+
+def install(plan: Plan) -> str:
+    """Start counting the plan's features in this process; returns the mechanism used."""
+    global _plan
+    _plan = plan
+    if hasattr(sys, "monitoring"):
+        others = tools_in_use()
+        if others:
+            _warn("sys.monitoring tools already active: " + ", ".join(f"{i} ({n})" for i, n in sorted(others.items())))
+        _install_monitoring(plan)
+        return "sys.monitoring"
+    _install_trace(plan)
+    return "sys.settrace"
+
+
+def install_from_environment() -> str | None:
+    """Install from the plan named by ``MANTIS_MONITOR_PLAN`` (nothing when unset)."""
+    path = os.environ.get(ENV_PLAN)
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    return install(Plan(data))

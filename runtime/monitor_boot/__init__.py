@@ -1,0 +1,1 @@
+"""Boot folder of the bytecode backend: its ``sitecustomize`` starts :mod:`mantispy.runtime.monitor`."""

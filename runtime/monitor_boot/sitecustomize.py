@@ -1,0 +1,40 @@
+"""Start mantispy's bytecode backend in this Python process, then run the sitecustomize this one hides.
+
+``mantispy run SRC --backend monitor`` puts this file's folder first on ``PYTHONPATH`` and sets
+``MANTIS_MONITOR_PLAN``, so every Python process of the program (the program itself, spawned
+multiprocessing workers, Python programs it starts with subprocess) counts its own features. This
+folder is taken off ``sys.path`` again, so that the program sees the path it would see unmonitored.
+Standard library only (and mantispy's run-time, installed or a standalone copy on the path).
+"""
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _start() -> None:
+    from mantispy.runtime import monitor
+
+    monitor.install_from_environment()
+
+
+def _chain() -> None:
+    """Run the next ``sitecustomize`` on the path (a distribution's or a virtual environment's)."""
+    rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
+    sys.path[:] = rest
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+try:
+    _start()
+except Exception as exc:  # noqa: BLE001 - counting must never keep the program from running
+    sys.stderr.write(f"mantispy: the bytecode backend did not start: {exc}\n")
+_chain()

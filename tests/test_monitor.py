@@ -1,0 +1,335 @@
+"""The bytecode backend (issue 24): the same counts under the same feature ids as the source backend,
+with the program left as it is: tricky constructs, standard-library modules under their own CPython
+tests, a PyPI package; on 3.11 (sys.settrace), 3.12 and 3.13 (sys.monitoring) where pyenv has them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from mantispy.monitoring.plan import build_plan
+from tests.helpers import MANTISPY
+from tests.test_python_versions import PROGRAM as VERSIONS_PROGRAM
+from tests.test_python_versions import interpreter
+
+VERSIONS = ["3.11", "3.12", "3.13"]
+
+CONSTRUCTS = '''
+import functools, contextlib
+
+
+def deco(f):
+    @functools.wraps(f)
+    def inner(*a, **k):
+        return f(*a, **k)
+    return inner
+
+
+@deco
+def decorated(n):
+    return n if n < 2 else decorated(n - 1) + 1
+
+
+class Box:
+    sizes = [n * 2 for n in range(4) if n]
+
+    @property
+    def size(self):
+        return 3
+
+    def last(self, items):
+        if items:
+            return items[-1]
+
+
+def finally_paths(n):
+    out = 0
+    for i in range(n):
+        try:
+            if i == 3:
+                continue
+            if i == 7:
+                break
+            out += i
+        finally:
+            if i % 2:
+                out += 1
+    else:
+        out -= 1
+    return out
+
+
+def spin(n):
+    if n > 0:
+        while True:
+            n -= 1
+            if n < 3:
+                break
+    k = 0
+    while k < n:
+        k += 1
+    else:
+        k = -k
+    return k
+
+
+def choose(x):
+    match x:
+        case [a, b] if a > b:
+            return "pair-desc"
+        case [a, b]:
+            return "pair"
+        case {"k": v}:
+            return v
+        case _:
+            return None
+
+
+def lambdas(items):
+    key = lambda v: -v if v % 2 else v
+    pick = (lambda a: a + 1, lambda b: b * 2)
+    return sorted(items, key=key), [pick[i % 2](i) for i in items]
+
+
+def gen(n):
+    for i in range(n):
+        received = yield i
+        if received:
+            yield -i
+
+
+@contextlib.contextmanager
+def managed(log):
+    log.append("in")
+    try:
+        yield log
+    except KeyError:
+        log.append("handled")
+    finally:
+        log.append("out")
+
+
+def handlers(values):
+    total = 0
+    for v in values:
+        try:
+            total += 10 // v
+        except ZeroDivisionError:
+            total -= 1
+        except TypeError as exc:
+            total -= len(str(exc)) > 0
+        else:
+            total += 1
+    return total
+
+
+def nested(n):
+    def helper(k):
+        return [j for j in range(k) if j % 3 == 0 or j % 5 == 0]
+    return sum(len(helper(i)) for i in range(n))
+
+
+if False:
+    never = 1
+g = gen(5)
+print(next(g), g.send(True), next(g), list(g))
+with managed([]) as log:
+    pass
+try:
+    with managed(log):
+        raise KeyError("k")
+except KeyError:
+    pass
+print(decorated(6), Box().size, Box().last([]), Box().last([1, 2]), Box.sizes)
+print(finally_paths(10), spin(8), spin(0), [choose(x) for x in ([2, 1], [1, 2], {"k": 5}, 7)])
+print(lambdas([3, 1, 2]), handlers([1, 0, "x", 5]), nested(12), log)
+'''
+
+
+def _run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*MANTISPY, *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+def _counts(path: Path) -> dict[str, int]:
+    return {k: v for k, v in json.loads(path.read_text()).items() if ":value:" not in k}
+
+
+def both_backends(src: Path, invocation: list[str], tmp_path: Path, python: str | None) -> tuple[dict, dict, str, str]:
+    """Counts and output of the instrumented copy (source backend) and of ``src`` left as it is."""
+    out = tmp_path / "instrumented"
+    if not out.exists():
+        made = _run(["instrument", str(src), "-o", str(out), "--only", "loops,branches,calls,exceptions", "--skip-errors"])
+        assert made.returncode == 0, made.stderr
+    extra = ["--python", python] if python else []
+    source = _run(["run", str(out), "--features-out", str(tmp_path / "source.json"), *extra, "--", *invocation])
+    assert source.returncode == 0, source.stderr[-2000:]
+    monitored = _run(["run", str(src), "--backend", "monitor", "--features-out", str(tmp_path / "monitor.json"), *extra,
+                      "--", *invocation])
+    assert monitored.returncode == 0, monitored.stderr[-2000:]
+    return _counts(tmp_path / "source.json"), _counts(tmp_path / "monitor.json"), source.stdout, monitored.stdout
+
+
+def _python(version: str) -> str | None:
+    """None: the running interpreter (3.11); else a pyenv one (the test skips when absent)."""
+    if version == f"{sys.version_info.major}.{sys.version_info.minor}":
+        return None
+    found = interpreter(version)
+    if found is None:
+        pytest.skip(f"no CPython {version} under pyenv on this machine")
+    return found
+
+
+def _differences(source: dict, monitored: dict) -> dict:
+    return {k: (source.get(k), monitored.get(k)) for k in sorted(set(source) | set(monitored)) if source.get(k) != monitored.get(k)}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("program", ["constructs", "versions"])
+def test_both_backends_count_the_same_on_tricky_constructs(tmp_path, version, program):
+    python = _python(version)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "prog.py").write_text(textwrap.dedent(CONSTRUCTS if program == "constructs" else VERSIONS_PROGRAM))
+    source, monitored, out_source, out_monitored = both_backends(src, ["prog.py"], tmp_path, python)
+    assert out_monitored == out_source
+    assert len(source) > 10 and _differences(source, monitored) == {}
+
+
+def test_both_backends_count_the_same_on_the_test_programs(tmp_path):
+    batch = Path(__file__).parent / "programs" / "batchjob" / "app"
+    source, monitored, _, _ = both_backends(batch, ["job.py", "--size", "40", "--queries", "6", "--mode", "scan"],
+                                            tmp_path, None)
+    assert source and _differences(source, monitored) == {}
+
+
+STDLIB = ["textwrap", "shlex", "difflib"]
+STDLIB_DRIVER = '''
+import os, sys, unittest
+import {name}
+assert os.path.dirname(os.path.realpath({name}.__file__)) == os.path.dirname(os.path.realpath(__file__)), {name}.__file__
+suite = unittest.defaultTestLoader.loadTestsFromName("test.test_{name}")
+result = unittest.TextTestRunner(stream=open(os.devnull, "w"), verbosity=0).run(suite)
+print("{name}", result.testsRun, len(result.failures), len(result.errors))
+'''
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_both_backends_count_the_same_on_standard_library_modules_under_their_tests(tmp_path, version):
+    """Copies of pure-Python stdlib modules, each driven by CPython's own test module for it."""
+    python = _python(version)
+    executable = python or sys.executable
+    stdlib = subprocess.run([executable, "-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in STDLIB:
+        shutil.copy(Path(stdlib) / f"{name}.py", src / f"{name}.py")
+        (src / f"drive_{name}.py").write_text(STDLIB_DRIVER.format(name=name))
+    for name in STDLIB:
+        work = tmp_path / name
+        work.mkdir()
+        source, monitored, out_source, out_monitored = both_backends(src, [f"drive_{name}.py"], work, python)
+        assert out_monitored == out_source and f"{name} " in out_source
+        assert len([k for k in source if k.startswith(f"{name}.py")]) > 30, name
+        assert _differences(source, monitored) == {}, name
+
+
+def test_both_backends_count_the_same_on_a_pypi_package(tmp_path):
+    """sqlparse (a test dependency) copied next to a small driver, as the benchmark suite runs it."""
+    spec = importlib.util.find_spec("sqlparse")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("sqlparse is not installed")
+    src = tmp_path / "src"
+    shutil.copytree(Path(next(iter(spec.submodule_search_locations))), src / "sqlparse",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "drive.py").write_text(textwrap.dedent('''
+        import sqlparse
+        text = "select a, b from t where x = 1 and y in (select z from u); insert into t values (1, 'x');" * 20
+        for statement in sqlparse.parse(text):
+            print(len(str(statement)), statement.get_type())
+        print(sqlparse.format(text[:300], reindent=True, keyword_case="upper")[:200])
+        '''))
+    source, monitored, out_source, out_monitored = both_backends(src, ["drive.py"], tmp_path, None)
+    assert out_monitored == out_source
+    assert len(source) > 200 and _differences(source, monitored) == {}
+
+
+def test_the_plan_names_each_counter_by_the_source_instrumentors_id(tmp_path):
+    (tmp_path / "m.py").write_text("def f(x):\n    if x:\n        return 1\n\nk = (lambda a: a, lambda b: b)\n")
+    plan = build_plan(tmp_path)
+    file = plan["files"]["m.py"]
+    assert file["counters"] == ["m.py:f:call", "m.py:f:branch:1", "m.py:f:branch:2",
+                                "m.py:<lambda>:call", "m.py:<lambda>@2:call"]
+    assert file["derived"] == [[2, 5, [1]]] and file["hidden"] == 1  # the implicit else: tests minus its arm
+    assert [call[1:] for call in file["calls"]] == [[1, "f", None], [5, "<lambda>", 5], [5, "<lambda>", 18]]
+    assert file["unplaced"] == []
+
+
+def test_monitor_refuses_bad_input_in_one_line(tmp_path):
+    missing = _run(["run", str(tmp_path / "nowhere"), "--backend", "monitor", "--features-out", str(tmp_path / "f.json"),
+                    "--", "x.py"])
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1 and "nowhere" in missing.stderr
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "p.py").write_text("print(1)\n")
+    inside = _run(["run", str(src), "--backend", "monitor", "--features-out", str(src / "f.json"), "--", "p.py"])
+    assert inside.returncode == 2 and "inside the source folder" in inside.stderr and not (src / "f.json").exists()
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_a_program_using_sys_monitoring_itself_keeps_its_tool_and_is_counted(tmp_path, version):
+    """The program takes the coverage tool id for itself; mantispy counts beside it on its own id, and
+    when every id it may use is taken it says so in one line and the program still runs. (Frames already
+    running when another tool changes its events, and code run inside another tool's callbacks, are not
+    seen: CPython's own rules; so the program starts its tool in a frame of its own and counts nothing
+    after that in frames that were running.)"""
+    python = _python(version)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "own.py").write_text(textwrap.dedent('''
+        import sys
+        mon = sys.monitoring
+        seen = {}
+
+        def start():
+            mon.use_tool_id(mon.COVERAGE_ID, "own")
+            mon.register_callback(mon.COVERAGE_ID, mon.events.PY_START, seen.__setitem__)
+            mon.set_events(mon.COVERAGE_ID, mon.events.PY_START)
+
+        def work(n):
+            return [i for i in range(n) if i % 2]
+
+        def stop():
+            mon.set_events(mon.COVERAGE_ID, 0)
+            return sorted({code.co_name for code in seen})
+
+        start()
+        work(5), work(6)
+        print(stop(), list(map(mon.get_tool, range(6))))
+        '''))
+    source, monitored, out_source, out_monitored = both_backends(src, ["own.py"], tmp_path, python)
+    assert out_monitored.startswith("['stop', 'work']") and "'mantispy'" in out_monitored and "'own'" in out_monitored
+    assert monitored["own.py:work:call"] == 2 and monitored["own.py:work:loop:1"] == 11
+    assert _differences(source, monitored) == {}
+    # the boot has taken its id before the program runs: free it, take every id, and install again
+    (src / "again.py").write_text(textwrap.dedent('''
+        import sys
+        from mantispy.runtime import monitor
+        sys.monitoring.free_tool_id(monitor._tool_id)
+        for i in (1, 3, 4):
+            sys.monitoring.use_tool_id(i, f"tool{i}")
+        monitor.install(monitor._plan)
+        print("ran")
+        '''))
+    extra = ["--python", python] if python else []
+    full = _run(["run", str(src), "--backend", "monitor", "--features-out", str(tmp_path / "f.json"), *extra, "--", "again.py"])
+    assert full.returncode == 0 and full.stdout.strip() == "ran"
+    lines = [line for line in full.stderr.splitlines() if "tool id" in line]
+    assert len(lines) == 1 and "taken: 1 (tool1), 3 (tool3), 4 (tool4)" in lines[0]
