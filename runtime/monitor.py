@@ -250,6 +250,7 @@ def _install_monitoring(plan: Plan) -> None:
     _tool_id = tool
     disable = monitoring.DISABLE
     prepared: dict[Any, tuple[Any, dict[int, tuple[Any, ...]], int] | None] = {}
+    entered: dict[Any, dict[int, Any]] = {}  # code -> {offset: its one counter, or a tuple of them}
     lock = threading.Lock()
 
     def on_start(code, offset):
@@ -262,6 +263,7 @@ def _install_monitoring(plan: Plan) -> None:
                     found = plan.prepare(code)
                     prepared[code] = found
                     if found is not None and found[1]:
+                        entered[code] = {offset: hits[0] if len(hits) == 1 else hits for offset, hits in found[1].items()}
                         monitoring.set_local_events(tool, code, events.INSTRUCTION)
         if found is None or found[0] is None:
             return disable
@@ -269,12 +271,15 @@ def _install_monitoring(plan: Plan) -> None:
         return None
 
     def on_instruction(code, offset):
-        found = prepared.get(code)
-        hits = found[1].get(offset) if found is not None else None
-        if hits is None:
+        try:
+            hit = entered[code][offset]
+        except KeyError:
             return disable
-        for counter in hits:
-            next(counter)
+        if hit.__class__ is tuple:
+            for counter in hit:
+                next(counter)
+        else:
+            next(hit)
         return None
 
     monitoring.register_callback(tool, events.PY_START, on_start)

@@ -1,0 +1,193 @@
+"""The bytecode backend against the source backend and coverage.py's sys.monitoring core (issue 24).
+
+    python benchmarks/bench_monitor.py [--programs sqlparse,mistune,pycparser] [--versions 3.12,3.13]
+                                       [--inputs 2] [--repeats 3] [--write]
+
+For each suite program (benchmarks/suite, prepared into benchmarks/work/monitor) and each interpreter
+(pyenv's 3.12 / 3.13, in a virtual environment of their own with coverage.py installed from PyPI):
+
+* equality: per input, the counts of ``mantispy run --backend monitor`` against the instrumented copy's
+  loop, branch, call and handler counters (``instrument --only loops,branches,calls,exceptions``);
+* overhead: CPU time (the child's rusage) of the original program, the source backend's full
+  instrumentation (values included, as ``mantispy profile`` runs it), the bytecode backend, and
+  ``coverage run --branch`` with ``COVERAGE_CORE=sysmon``; all variants of all inputs interleaved and
+  shuffled (seeded), repeated; medians of per-input ratios to the original's median, and the noise floor
+  (median absolute relative deviation of the original's repeats).
+
+With --write the table is appended to benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work" / "monitor"
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks.suite.prepare import prepare  # noqa: E402
+from mantispy.monitoring.launch import MonitoredLaunch  # noqa: E402
+from mantispy.standalone_runtime import standalone_runtime_dir  # noqa: E402
+from tests.test_python_versions import interpreter  # noqa: E402
+
+MANTISPY = [sys.executable, "-m", "mantispy"]
+
+
+def venv_with_coverage(version: str) -> str:
+    """A virtual environment of pyenv's ``version`` with coverage.py (made once)."""
+    base = interpreter(version)
+    if base is None:
+        raise SystemExit(f"no CPython {version} under pyenv")
+    venv = WORK / f"venv-{version}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([base, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "coverage>=7.4"], check=True)
+    return str(python)
+
+
+def cpu_of(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """The child's user + system CPU seconds (it must succeed)."""
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[:3]} failed: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def inputs_of(folder: Path, count: int) -> list[list[str]]:
+    spec = importlib.util.spec_from_file_location(f"inputs_{folder.name}", folder / "inputs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(folder))
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        spec.loader.exec_module(module)
+        records = list(module.generate(count=max(count, 2), seed=5))
+    finally:
+        os.chdir(cwd)
+        sys.path.remove(str(folder))
+    return [r["argv"] for r in records[:count]]
+
+
+def instrumented(folder: Path, name: str, only: str | None) -> Path:
+    out = folder / name
+    if not out.exists():
+        extra = ["--only", only] if only else []
+        subprocess.run([*MANTISPY, "instrument", str(folder / "app"), "-o", str(out), "--skip-errors", *extra],
+                       check=True, capture_output=True)
+    return out
+
+
+def counts(path: Path) -> dict[str, int]:
+    return {k: v for k, v in json.loads(path.read_text()).items() if ":value:" not in k}
+
+
+def bench(program: str, version: str, n_inputs: int, repeats: int, seed: int) -> dict:
+    folder = WORK / program
+    if not (folder / "app").exists():
+        prepare(program, WORK, count=4, seed=5)
+    python = venv_with_coverage(version)
+    full = instrumented(folder, "instrumented-full", None)
+    counters = instrumented(folder, "instrumented-counters", "loops,branches,calls,exceptions")
+    runtime = standalone_runtime_dir(WORK / "pyroot")
+    scratch = WORK / "scratch"
+    scratch.mkdir(exist_ok=True)
+    base_env = {**os.environ, "PYTHONHASHSEED": "0"}
+    base_env.pop("PYTHONPATH", None)
+    base_env.pop("MANTIS_ROOT_PID", None)
+    argvs = inputs_of(folder, n_inputs)
+    equality = []
+    with MonitoredLaunch(folder / "app", scratch / "monitor.json", python) as launch:
+        for argv in argvs:
+            source_env = {**base_env, "PYTHONPATH": os.pathsep.join([str(counters), str(runtime)]),
+                          "MANTIS_FEATURES_OUT": str(scratch / "source.json")}
+            cpu_of([python, str(counters / "workload.py"), *argv], source_env, folder)
+            cpu_of([python, str(folder / "app" / "workload.py"), *argv], {**launch.env, "PYTHONHASHSEED": "0"}, folder)
+            a, b = counts(scratch / "source.json"), counts(scratch / "monitor.json")
+            differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            equality.append({"counters": len(a), "differ": len(differ), "examples": differ[:5]})
+        variants = {
+            "original": ([python, str(folder / "app" / "workload.py")], base_env),
+            "source (full)": ([python, str(full / "workload.py")],
+                              {**base_env, "PYTHONPATH": os.pathsep.join([str(full), str(runtime)]),
+                               "MANTIS_FEATURES_OUT": str(scratch / "full.json")}),
+            "monitor": ([python, str(folder / "app" / "workload.py")], {**launch.env, "PYTHONHASHSEED": "0"}),
+            "coverage sysmon": ([python, "-m", "coverage", "run", "--branch", "--data-file", str(scratch / "cov"),
+                                 str(folder / "app" / "workload.py")], {**base_env, "COVERAGE_CORE": "sysmon"}),
+        }
+        plan = [(v, i) for v in variants for i in range(len(argvs)) for _ in range(repeats)]
+        random.Random(seed).shuffle(plan)
+        times: dict[tuple[str, int], list[float]] = {}
+        for variant, i in plan:
+            argv, env = variants[variant]
+            times.setdefault((variant, i), []).append(cpu_of([*argv, *argvs[i]], env, folder))
+    ratios = {}
+    for variant in variants:
+        per_input = [statistics.median(times[(variant, i)]) / statistics.median(times[("original", i)])
+                     for i in range(len(argvs))]
+        ratios[variant] = statistics.median(per_input)
+    noise = statistics.median(abs(t / statistics.median(ts) - 1) for i in range(len(argvs))
+                              for ts in [times[("original", i)]] for t in ts)
+    original_s = statistics.median(statistics.median(times[("original", i)]) for i in range(len(argvs)))
+    return {"program": program, "version": version, "inputs": len(argvs), "repeats": repeats, "ratios": ratios,
+            "noise": noise, "original_cpu_s": original_s, "equality": equality}
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| program | Python | inputs x repeats | original CPU s | source (full) | monitor | coverage sysmon "
+             "| noise floor | counters equal |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        q = r["ratios"]
+        equal = sum(e["counters"] - e["differ"] for e in r["equality"])
+        total = sum(e["counters"] for e in r["equality"])
+        lines.append(f"| {r['program']} | {r['version']} | {r['inputs']} x {r['repeats']} | {r['original_cpu_s']:.2f} "
+                     f"| {q['source (full)']:.2f}x | {q['monitor']:.2f}x | {q['coverage sysmon']:.2f}x "
+                     f"| {r['noise']:.1%} | {equal}/{total} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--programs", default="sqlparse,mistune,pycparser")
+    parser.add_argument("--versions", default="3.12,3.13")
+    parser.add_argument("--inputs", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write", action="store_true", help="append the table to benchmarks/RESULTS.md")
+    args = parser.parse_args(argv)
+    WORK.mkdir(parents=True, exist_ok=True)
+    rows = []
+    started = time.time()
+    for program in args.programs.split(","):
+        for version in args.versions.split(","):
+            row = bench(program, version, args.inputs, args.repeats, args.seed)
+            rows.append(row)
+            print(table([row]).splitlines()[-1], flush=True)
+            for e in row["equality"]:
+                if e["differ"]:
+                    print("   differ:", e["examples"], flush=True)
+    text = table(rows)
+    print(text)
+    print(f"({time.time() - started:.0f} s)")
+    (WORK / "results.json").write_text(json.dumps(rows, indent=1))
+    if args.write:
+        with open(HERE / "RESULTS.md", "a", encoding="utf-8") as handle:
+            handle.write("\n" + text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
