@@ -333,3 +333,27 @@ def test_a_program_using_sys_monitoring_itself_keeps_its_tool_and_is_counted(tmp
     assert full.returncode == 0 and full.stdout.strip() == "ran"
     lines = [line for line in full.stderr.splitlines() if "tool id" in line]
     assert len(lines) == 1 and "taken: 1 (tool1), 3 (tool3), 4 (tool4)" in lines[0]
+
+
+@pytest.mark.parametrize("verb", ["monitor", "record"])
+def test_the_programs_own_sitecustomize_still_runs_after_the_boot(tmp_path, verb):
+    """Both boot folders (the bytecode backend's and the sampler's) start mantispy, leave sys.path as the
+    program would see it, and run the sitecustomize they hide (runtime/site_chain.py)."""
+    import os
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.stderr.write('user sitecustomize ran\\n')\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "p.py").write_text("import sys\nfor i in range(3):\n    pass\nprint([p for p in sys.path if 'boot' in p])\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    if verb == "monitor":
+        args = ["run", str(src), "--backend", "monitor", "--features-out", str(tmp_path / "f.json"), "--", "p.py"]
+    else:
+        args = ["record", "--store", str(tmp_path / "r.db"), "--", str(src / "p.py")]
+    proc = subprocess.run([*MANTISPY, *args], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "user sitecustomize ran" in proc.stderr and proc.stdout.strip().endswith("[]")
+    if verb == "monitor":
+        assert json.loads((tmp_path / "f.json").read_text())["p.py:<module>:loop:1"] == 3

@@ -7,8 +7,6 @@ folder is taken off ``sys.path`` again, so that the program sees the path it wou
 Standard library only (and mantispy's run-time, installed or a standalone copy on the path).
 """
 
-import importlib.machinery
-import importlib.util
 import os
 import sys
 
@@ -21,20 +19,13 @@ def _start() -> None:
     monitor.install_from_environment()
 
 
-def _chain() -> None:
-    """Run the next ``sitecustomize`` on the path (a distribution's or a virtual environment's)."""
-    rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
-    sys.path[:] = rest
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sitecustomize"] = module
-    spec.loader.exec_module(module)
-
-
 try:
     _start()
 except Exception as exc:  # noqa: BLE001 - counting must never keep the program from running
     sys.stderr.write(f"mantispy: the bytecode backend did not start: {exc}\n")
-_chain()
+try:
+    from mantispy.runtime.site_chain import run_next_sitecustomize
+except ImportError:  # mantispy not importable here: nothing of ours ran; leave the path as it is
+    pass
+else:
+    run_next_sitecustomize(_HERE)

@@ -7,7 +7,6 @@ through the mantispy package, and this folder is taken off ``sys.path`` again, s
 the path it would see unrecorded. Standard library only.
 """
 
-import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -15,31 +14,27 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _load(name: str, filename: str):
+    """A module of the run-time, loaded from its file (not through the mantispy package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(_HERE), filename))
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _start() -> None:
-    path = os.path.join(os.path.dirname(_HERE), "sampler.py")
-    spec = importlib.util.spec_from_file_location("_mantis_sampler", path)
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["_mantis_sampler"] = module
-    spec.loader.exec_module(module)
-    module.start_from_environment()
-
-
-def _chain() -> None:
-    """Run the next ``sitecustomize`` on the path (a distribution's or a virtual environment's)."""
-    rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
-    sys.path[:] = rest
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sitecustomize"] = module
-    spec.loader.exec_module(module)
+    module = _load("_mantis_sampler", "sampler.py")
+    if module is not None:
+        module.start_from_environment()
 
 
 try:
     _start()
 except Exception:  # noqa: BLE001 - recording must never keep the program from running
     pass
-_chain()
+_chain = _load("_mantis_site_chain", "site_chain.py")
+if _chain is not None:
+    _chain.run_next_sitecustomize(_HERE)
