@@ -25,6 +25,8 @@ A spec is a TOML file; relative paths in it are relative to the file's folder::
     k = 5
     only = ["loops", "branches", "calls", "exceptions", "values"]
     exclude = []
+    backend = "source"                  # "monitor": run the program unchanged and count its loops,
+                                        #   branches, calls and handlers from its bytecode (no values)
 
     [inputs]
     generator = "inputs.py:generate"    # a function returning/yielding input records, called with
@@ -60,7 +62,8 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 TOP_KEYS = {"name", "source", "entry", "workdir", "repeats", "timeout", "metrics", "calibration_runs", "build",
             "env", "instrument", "inputs", "original_repeats", "order_seed", "rerun_threshold", "rerun_repeats"}
-INSTRUMENT_KEYS = {"k", "only", "exclude"}
+INSTRUMENT_KEYS = {"k", "only", "exclude", "backend"}
+BACKENDS = ("source", "monitor")
 INPUTS_KEYS = {"generator", "generator_args", "list"}
 RECORD_KEYS = {"id", "argv", "kwargs", "files"}
 
@@ -307,6 +310,8 @@ def load_spec(path: Path | str) -> CampaignSpec:
         raise _fail(path, f"[instrument] must be a table, not {instrument!r}")
     instrument = dict(instrument)
     _check_keys(path, instrument, INSTRUMENT_KEYS, "[instrument]")
+    if instrument.get("backend", "source") not in BACKENDS:
+        raise _fail(path, f"[instrument] backend must be \"source\" or \"monitor\", not {instrument['backend']!r}")
     env = raw.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
                                             for v in env.values()):

@@ -207,14 +207,28 @@ def environment_fingerprint() -> dict[str, Any]:
 
 
 def prepare_build(spec: CampaignSpec, log: Callable[[str], None] = lambda _m: None) -> Manifest:
-    """Instrument the campaign's source into its build folder, reusing an up-to-date build."""
+    """Instrument the campaign's source into its build folder, reusing an up-to-date build; a monitored
+    campaign's plan is written beside the build's manifest."""
+    manifest = _instrumented_build(spec, log)
+    if monitored(spec):
+        from mantispy.monitoring.plan import build_plan, write_plan
+
+        write_plan(build_plan(spec.source, list(spec.instrument.get("exclude", []))), monitor_plan_path(spec))
+    return manifest
+
+
+def _instrumented_build(spec: CampaignSpec, log: Callable[[str], None]) -> Manifest:
     from mantispy.instrument.manifest import FAMILIES
     from mantispy.instrument.transformer import Options
     from mantispy.instrument.tree import instrument_tree
 
     families = frozenset(spec.instrument.get("only", FAMILIES))
-    options = Options(families=families, k=int(spec.instrument.get("k", 5)))
     exclude = list(spec.instrument.get("exclude", []))
+    if monitored(spec):  # the build is only the manifest's: the runs start the original program
+        if "values" in families:
+            log("the bytecode backend counts no values: the build's manifest leaves them out")
+        families = families - {"values"}
+    options = Options(families=families, k=int(spec.instrument.get("k", 5)))
     wanted = {"families": sorted(options.families), "k": options.k, "exclude": exclude, "disabled": []}
     if manifest_path(spec.build).exists():
         try:
@@ -248,16 +262,35 @@ def instrument_tree_hash(source: Path) -> str:
     return digest.hexdigest()
 
 
+def monitored(spec: CampaignSpec) -> bool:
+    """Whether the campaign counts features with the bytecode backend (``[instrument] backend``)."""
+    return spec.instrument.get("backend", "source") == "monitor"
+
+
+def monitor_plan_path(spec: CampaignSpec) -> Path:
+    """Where a monitored campaign's plan lives (beside its build's manifest)."""
+    return spec.build / ".mantis" / "monitor-plan.json"
+
+
 def make_task(spec: CampaignSpec, record, repeat: int, variant: str, root: Path) -> RunTask:
-    """The task for one (input, repeat, variant)."""
+    """The task for one (input, repeat, variant); a monitored campaign's instrumented runs start the
+    original program with the bytecode backend's boot folder first on its path."""
     python = sys.executable
+    extra_env: dict[str, str] = {}
+    boot: list[str] = []
+    if variant == INSTRUMENTED and monitored(spec):
+        from mantispy.monitoring.launch import boot_dir
+        from mantispy.runtime.monitor import ENV_PLAN
+
+        root, boot = spec.source_root, [str(boot_dir())]
+        extra_env[ENV_PLAN] = str(monitor_plan_path(spec))
     if spec.entry.kind == "callable":
         argv = [python, "-m", "mantispy.runtime.entry", spec.entry.target, json.dumps(record.kwargs or {})]
     else:
         argv = program_argv(root, spec.entry.invocation(record.argv), python)
-    pythonpath = os.pathsep.join([str(root), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])])
-    return RunTask(record.id, repeat, variant, argv, {**spec.env, "PYTHONPATH": pythonpath}, str(spec.workdir),
-                   spec.timeout, collect_features=variant == INSTRUMENTED)
+    pythonpath = os.pathsep.join([*boot, str(root), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])])
+    return RunTask(record.id, repeat, variant, argv, {**spec.env, **extra_env, "PYTHONPATH": pythonpath},
+                   str(spec.workdir), spec.timeout, collect_features=variant == INSTRUMENTED)
 
 
 def plan(spec: CampaignSpec, done: set[tuple[str, int, str]]) -> list[RunTask]:

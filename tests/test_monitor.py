@@ -357,3 +357,32 @@ def test_the_programs_own_sitecustomize_still_runs_after_the_boot(tmp_path, verb
     assert "user sitecustomize ran" in proc.stderr and proc.stdout.strip().endswith("[]")
     if verb == "monitor":
         assert json.loads((tmp_path / "f.json").read_text())["p.py:<module>:loop:1"] == 3
+
+
+def test_a_campaign_profiled_with_the_bytecode_backend_stores_the_source_backends_counts(tmp_path):
+    """``[instrument] backend = "monitor"``: mantispy profile runs the program unchanged; every stored
+    run's counters equal those of the same campaign profiled through the instrumented copy."""
+    from mantispy.store import RunStore
+
+    rows = {}
+    for backend in ("source", "monitor"):
+        folder = tmp_path / backend
+        shutil.copytree(Path(__file__).parent / "programs" / "batchjob", folder)
+        spec = folder / "campaign.toml"
+        text = spec.read_text().replace("count = 24", "count = 4")
+        spec.write_text(text + f'\n[instrument]\nonly = ["loops", "branches", "calls", "exceptions"]\nbackend = "{backend}"\n')
+        proc = _run(["profile", str(spec), "--store", str(folder / "runs.db"), "-q"], cwd=folder)
+        assert proc.returncode == 0, proc.stderr
+        with RunStore(folder / "runs.db") as store:
+            campaign = store.campaign("batchjob")
+            by_run = {r["run_id"]: r["input_id"] for r in store.runs(campaign, "instrumented")}
+            counts: dict[str, dict[str, float]] = {}
+            for run_id, feature, value in store.features_of(campaign):
+                counts.setdefault(by_run[run_id], {})[feature] = value
+        rows[backend] = counts
+    assert len(rows["source"]) == 4 and rows["monitor"] == rows["source"]
+    assert not (tmp_path / "monitor" / "app" / ".mantis").exists()  # nothing written into the program's folder
+    bad = tmp_path / "monitor" / "campaign.toml"
+    bad.write_text(bad.read_text().replace('backend = "monitor"', 'backend = "bytecode"'))
+    refused = _run(["profile", str(bad), "--store", str(tmp_path / "other.db"), "-q"])
+    assert refused.returncode == 2 and "backend must be" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
