@@ -193,9 +193,12 @@ def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[st
               help="source: OUT is an instrumented folder; monitor: OUT is the original source, counted from its "
                    "bytecode (sys.monitoring on 3.12+, sys.settrace on 3.11), nothing rewritten.")
 @click.option("--exclude", multiple=True, help="With --backend monitor: glob of files not to count (repeatable).")
+@click.option("--include", multiple=True, metavar="PACKAGE",
+              help="With --backend monitor: also count this installed package (repeatable); its features are "
+                   "named PACKAGE/module.py:..., as in a copy of it at the top of OUT.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...], observed_calls: Path | None = None,
-        backend: str = "source", exclude: tuple[str, ...] = ()) -> None:
+        backend: str = "source", exclude: tuple[str, ...] = (), include: tuple[str, ...] = ()) -> None:
     """Run the instrumented program in OUT: mantispy run OUT --features-out F -- SCRIPT|-m MODULE ARGS...
 
     The program's output and exit status are its own; the features land in F when it ends (normal
@@ -207,7 +210,7 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
     from mantispy.instrument.manifest import manifest_path
 
     if backend == "monitor":
-        _run_monitored(out, features_out, python, args, list(exclude))
+        _run_monitored(out, features_out, python, args, list(exclude), list(include))
         return
     if not manifest_path(out).exists():
         raise UserError(f"{out}: not an instrumented folder (no .mantis/manifest.json); run mantispy instrument first")
@@ -251,10 +254,12 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
     sys.exit(code if code >= 0 else 128 - code)
 
 
-def _run_monitored(src: Path, features_out: Path, python: str | None, args: tuple[str, ...], exclude: list[str]) -> None:
+def _run_monitored(src: Path, features_out: Path, python: str | None, args: tuple[str, ...], exclude: list[str],
+                   include: list[str]) -> None:
     """``mantispy run --backend monitor``: the original program, counted from its bytecode."""
     from mantispy.core.launch import LaunchError, program_argv, run_measured
     from mantispy.monitoring.launch import MonitoredLaunch
+    from mantispy.monitoring.plan import PlanError
 
     if not src.exists():
         raise UserError(f"{src}: no such file or folder; give the program's source folder (or .py file)")
@@ -269,7 +274,11 @@ def _run_monitored(src: Path, features_out: Path, python: str | None, args: tupl
         argv = program_argv(root, list(args), python)
     except LaunchError as exc:
         raise UserError(str(exc)) from None
-    with MonitoredLaunch(src, features_out, python, exclude) as launch:
+    try:
+        launch = MonitoredLaunch(src, features_out, python, exclude, include)
+    except PlanError as exc:
+        raise UserError(str(exc)) from None
+    with launch:
         summary = launch.summary
         if summary["unplaced"]:
             click.echo(f"mantispy: warning: {summary['unplaced']} of {summary['counters']} counter(s) have no construct "

@@ -107,8 +107,11 @@ class Plan:
     def __init__(self, data: dict) -> None:
         if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT or data.get("version") != PLAN_VERSION:
             raise ValueError("not a mantispy monitor plan of this version")
-        self.root = os.path.normcase(os.path.abspath(data["root"]))
-        self.files = {rel: _File(rel, spec) for rel, spec in data["files"].items()}
+        self.roots = [(os.path.normcase(os.path.abspath(data["root"])),
+                       {rel: _File(rel, spec) for rel, spec in data["files"].items()})]
+        for package in data.get("packages", []):  # installed packages counted on request (--include)
+            self.roots.append((os.path.normcase(os.path.abspath(package["root"])),
+                               {rel: _File(rel, spec) for rel, spec in package["files"].items()}))
         self._by_filename: dict[str, _File | None] = {}
 
     def file_of(self, code) -> _File | None:
@@ -121,8 +124,11 @@ class Plan:
         found = None
         if not (name.startswith("<") and name.endswith(">")):
             path = os.path.normcase(os.path.abspath(name))
-            if path.startswith(self.root + os.sep):
-                found = self.files.get(path[len(self.root) + 1:].replace(os.sep, "/"))
+            for root, files in self.roots:
+                if path.startswith(root + os.sep):
+                    found = files.get(path[len(root) + 1:].replace(os.sep, "/"))
+                    if found is not None:
+                        break
         self._by_filename[name] = found
         return found
 

@@ -259,6 +259,17 @@ def test_both_backends_count_the_same_on_a_pypi_package(tmp_path):
     source, monitored, out_source, out_monitored = both_backends(src, ["drive.py"], tmp_path, None)
     assert out_monitored == out_source
     assert len(source) > 200 and _differences(source, monitored) == {}
+    # the installed package itself, counted on request: the same ids as the copy's
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(src / "drive.py", alone / "drive.py")
+    installed = _run(["run", str(alone), "--backend", "monitor", "--include", "sqlparse", "--features-out",
+                      str(tmp_path / "installed.json"), "--", "drive.py"])
+    assert installed.returncode == 0, installed.stderr
+    assert _differences(source, _counts(tmp_path / "installed.json")) == {}
+    missing = _run(["run", str(alone), "--backend", "monitor", "--include", "no_such_package_here", "--features-out",
+                    str(tmp_path / "x.json"), "--", "drive.py"])
+    assert missing.returncode == 2 and "no_such_package_here" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
 
 
 def test_the_plan_names_each_counter_by_the_source_instrumentors_id(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 from mantispy.core.launch import program_env
 from mantispy.runtime.monitor import ENV_PLAN
 
-from .plan import build_plan, plan_summary, write_plan
+from .plan import build_plan, locate_packages, plan_summary, write_plan
 
 
 def boot_dir() -> Path:
@@ -23,10 +23,11 @@ class MonitoredLaunch:
     """The environment of one monitored run; :meth:`close` removes its temporary plan."""
 
     def __init__(self, src: Path, features_out: Path | None, python: str | None = None,
-                 exclude: list[str] | None = None) -> None:
+                 exclude: list[str] | None = None, include: list[str] | None = None) -> None:
+        packages = locate_packages(include or [], python)  # PlanError before anything is made
         self._scratch = tempfile.TemporaryDirectory(prefix="mantis-monitor-")
         scratch = Path(self._scratch.name)
-        self.plan = build_plan(src, exclude)
+        self.plan = build_plan(src, exclude, packages)
         self.summary = plan_summary(self.plan)
         plan_path = scratch / "plan.json"
         write_plan(self.plan, plan_path)

@@ -67,15 +67,29 @@ class FilePlan:
     unplaced: list[str] = field(default_factory=list)  # features whose construct was not found (count 0)
 
 
-def build_plan(src: Path, exclude: list[str] | None = None) -> dict[str, Any]:
-    """The plan of every ``.py`` file under ``src`` (a folder, or one file) as a JSON-ready dict."""
+def build_plan(src: Path, exclude: list[str] | None = None, packages: dict[str, Path] | None = None) -> dict[str, Any]:
+    """The plan of every ``.py`` file under ``src`` (a folder, or one file) as a JSON-ready dict, and of
+    each installed package in ``packages`` ({import name: its folder or module file}), whose files are
+    named from their ``site-packages`` folder (``sqlparse/sql.py``), as in a copy of the package placed
+    at the top of the program's folder."""
     src = Path(src).resolve()
     root = src if src.is_dir() else src.parent
     files = list(walk_sources(src)) if src.is_dir() else [src]
+    by_root: dict[Path, dict[str, Any]] = {}
+    for location in (packages or {}).values():
+        location = Path(location).resolve()
+        members = list(walk_sources(location)) if location.is_dir() else [location]
+        by_root.setdefault(location.parent, {}).update(_plan_files(location.parent, members, exclude or []))
+    return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "root": str(root),
+            "files": _plan_files(root, files, exclude or []),
+            "packages": [{"root": str(folder), "files": planned} for folder, planned in by_root.items()]}
+
+
+def _plan_files(root: Path, files: list[Path], exclude: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for path in files:
         rel = path.relative_to(root).as_posix()
-        if path.suffix != ".py" or is_excluded(rel, exclude or []):
+        if path.suffix != ".py" or is_excluded(rel, exclude):
             continue
         source = _read(path)
         if source is None:
@@ -85,9 +99,39 @@ def build_plan(src: Path, exclude: list[str] | None = None) -> dict[str, Any]:
             tree = ast.parse(source)
         except Exception:  # noqa: BLE001 - a file the instrumentor cannot read is left out, as instrument does
             continue
-        plan = plan_file(source, tree, [f for f in result.features if f.kind != "value"])
-        out[rel] = plan.__dict__
-    return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "root": str(root), "files": out}
+        out[rel] = plan_file(source, tree, [f for f in result.features if f.kind != "value"]).__dict__
+    return out
+
+
+def locate_packages(names: list[str], python: str | None = None) -> dict[str, Path]:
+    """Where the interpreter ``python`` (default: this one) imports each package from (its folder, or its
+    module file); :class:`PlanError` names the first it cannot find, without importing any."""
+    import subprocess
+    import sys
+
+    probe = ("import importlib.util, json, sys\n"
+             "out = {}\n"
+             "for name in sys.argv[1:]:\n"
+             "    spec = importlib.util.find_spec(name)\n"
+             "    if spec is None:\n"
+             "        out[name] = None\n"
+             "    elif spec.submodule_search_locations:\n"
+             "        out[name] = list(spec.submodule_search_locations)[0]\n"
+             "    else:\n"
+             "        out[name] = spec.origin\n"
+             "print(json.dumps(out))\n")
+    if not names:
+        return {}
+    if any("." in name or not name.isidentifier() for name in names):
+        bad = next(name for name in names if "." in name or not name.isidentifier())
+        raise PlanError(f"--include {bad!r}: give a top-level package name, like sqlparse")
+    done = subprocess.run([python or sys.executable, "-c", probe, *names], capture_output=True, text=True, timeout=60)
+    found = json.loads(done.stdout) if done.returncode == 0 else {}
+    for name in names:
+        if not found.get(name) or str(found[name]) in ("built-in", "frozen"):
+            raise PlanError(f"--include {name}: no such package for {python or sys.executable}; install it there or "
+                            "drop the option")
+    return {name: Path(found[name]) for name in names}
 
 
 def write_plan(plan: dict[str, Any], path: Path) -> None:
@@ -235,7 +279,7 @@ def plan_file(source: str, tree: ast.Module, features: list[Feature]) -> FilePla
 
 def plan_summary(plan: dict[str, Any]) -> dict[str, int]:
     """How many counters the plan places and how many it could not."""
-    files = plan["files"].values()
-    return {"files": len(plan["files"]), "counters": sum(len(f["counters"]) for f in files),
+    files = [*plan["files"].values(), *(f for package in plan.get("packages", []) for f in package["files"].values())]
+    return {"files": len(files), "counters": sum(len(f["counters"]) for f in files),
             "unplaced": sum(len(f["unplaced"]) for f in files)}
 
