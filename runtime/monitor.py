@@ -105,8 +105,9 @@ class Plan:
     """The plan's files, and what each code object of the program counts (found on its first start)."""
 
     def __init__(self, data: dict) -> None:
-        if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT or data.get("version") != PLAN_VERSION:
-            raise ValueError("not a mantispy monitor plan of this version")
+        problem = plan_problem(data)
+        if problem is not None:
+            raise ValueError(problem)
         self.roots = [(os.path.normcase(os.path.abspath(data["root"])),
                        {rel: _File(rel, spec) for rel, spec in data["files"].items()})]
         for package in data.get("packages", []):  # installed packages counted on request (--include)
@@ -156,6 +157,69 @@ class Plan:
             for offset in flow.entries(span):
                 entries.setdefault(offset, []).extend(counters[i] for i in indexes)
         return call, {offset: tuple(found) for offset, found in entries.items()}, flow.start
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _ints(value: Any, size: int | None = None) -> bool:
+    return isinstance(value, list) and (size is None or len(value) == size) and all(_is_int(v) for v in value)
+
+
+def _items(spec: dict, field: str) -> list[Any]:
+    """The list ``spec[field]``, or one item no check accepts when it is not a list."""
+    value = spec.get(field)
+    return value if isinstance(value, list) else [None]
+
+
+def _file_problem(spec: Any) -> str | None:
+    """What is wrong with one file's plan (None when it can be used)."""
+    if not isinstance(spec, dict):
+        return "expected an object"
+    counters: Any = spec.get("counters")
+    hidden: Any = spec.get("hidden")
+    if not isinstance(counters, list) or not all(isinstance(c, str) for c in counters):
+        return "field counters: expected a list of feature ids"
+    if not _is_int(hidden) or hidden < 0:
+        return "field hidden: expected a count"
+    size = len(counters) + hidden
+    for call in _items(spec, "calls"):
+        if not (isinstance(call, list) and len(call) == 4 and _is_int(call[0]) and 0 <= call[0] < len(counters)
+                and _is_int(call[1]) and isinstance(call[2], str) and (call[3] is None or _is_int(call[3]))):
+            return "field calls: expected [index, line, name, column or null] items"
+    for entry in _items(spec, "entries"):
+        if not (isinstance(entry, list) and len(entry) == 6 and _ints(entry[0]) and entry[0]
+                and all(0 <= i < size for i in entry[0]) and _ints(entry[1:5])
+                and isinstance(entry[5], list) and all(isinstance(o, list) and len(o) == 2 and _is_int(o[0])
+                                                       and isinstance(o[1], str) for o in entry[5])):
+            return "field entries: expected [[indexes], line, col, end_line, end_col, [[line, name], ...]] items"
+    for derived in _items(spec, "derived"):
+        if not (isinstance(derived, list) and len(derived) == 3 and _is_int(derived[0]) and 0 <= derived[0] < len(counters)
+                and _is_int(derived[1]) and len(counters) <= derived[1] < size and _ints(derived[2])
+                and all(0 <= i < size for i in derived[2])):
+            return "field derived: expected [index, hidden index, [arm indexes]] items"
+    return None
+
+
+def plan_problem(data: Any) -> str | None:
+    """What makes ``data`` unusable as a monitor plan, in one line naming the field (None: usable)."""
+    if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
+        return "not a mantispy monitor plan"
+    if data.get("version") != PLAN_VERSION:
+        return f"monitor plan version {data.get('version')!r}; this mantispy reads version {PLAN_VERSION}"
+    roots = [("", data)] + [(f"packages[{n}].", p) for n, p in enumerate(data.get("packages", []))] \
+        if isinstance(data.get("packages", []), list) else None
+    if roots is None:
+        return "field packages: expected a list"
+    for prefix, part in roots:
+        if not isinstance(part, dict) or not isinstance(part.get("root"), str) or not isinstance(part.get("files"), dict):
+            return f"field {prefix}root / {prefix}files: expected a folder and an object of files"
+        for rel, spec in part["files"].items():
+            problem = _file_problem(spec)
+            if problem is not None:
+                return f"{prefix}files[{json.dumps(rel)}]: {problem}"
+    return None
 
 
 class _Flow:
@@ -367,6 +431,10 @@ def install_from_environment() -> str | None:
     path = os.environ.get(ENV_PLAN)
     if not path:
         return None
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    return install(Plan(data))
+    try:
+        with open(path, encoding="utf-8") as handle:
+            plan = Plan(json.load(handle))
+    except (OSError, ValueError) as exc:
+        _warn(f"{path}: {exc}; features not counted")
+        return None
+    return install(plan)

@@ -13,9 +13,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mantispy.monitoring.plan import build_plan
-from tests.helpers import MANTISPY
+from tests.helpers import MANTISPY, read_mutated
 from tests.test_python_versions import PROGRAM as VERSIONS_PROGRAM
 from tests.test_python_versions import interpreter
 
@@ -397,3 +399,38 @@ def test_a_campaign_profiled_with_the_bytecode_backend_stores_the_source_backend
     bad.write_text(bad.read_text().replace('backend = "monitor"', 'backend = "bytecode"'))
     refused = _run(["profile", str(bad), "--store", str(tmp_path / "other.db"), "-q"])
     assert refused.returncode == 2 and "backend must be" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_plan_reader_refuses_in_one_line_or_the_plan_prepares_code(tmp_path, data, monkeypatch):
+    """Every field of a real plan, replaced by an odd JSON value: the run-time's reader refuses it in one
+    line, or the plan it read prepares the program's code objects without an error (with counters of
+    its own, so that the test process's collector is left alone)."""
+    import itertools
+
+    from mantispy.runtime import monitor
+
+    monkeypatch.setattr(monitor._File, "counters", lambda self: tuple(
+        itertools.count(1) for _ in range(len(self.plan["counters"]) + self.plan["hidden"])))
+
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    program = src / "prog.py"
+    program.write_text(textwrap.dedent(CONSTRUCTS))
+    plan = build_plan(src)
+
+    def load(path: Path):
+        try:
+            return monitor.Plan(json.loads(path.read_text()))
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    read = read_mutated(plan, data, tmp_path, load, ValueError, items=2)
+    if read is not None:
+        code = compile(program.read_text(), str(program), "exec")
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            read.prepare(current)
+            stack.extend(c for c in current.co_consts if hasattr(c, "co_code"))
