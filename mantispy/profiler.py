@@ -211,9 +211,10 @@ def prepare_build(spec: CampaignSpec, log: Callable[[str], None] = lambda _m: No
     campaign's plan is written beside the build's manifest."""
     manifest = _instrumented_build(spec, log)
     if monitored(spec):
-        from mantispy.monitoring.plan import build_plan, write_plan
+        from mantispy.monitoring.launch import make_boot
+        from mantispy.monitoring.plan import build_plan
 
-        write_plan(build_plan(spec.source, list(spec.instrument.get("exclude", []))), monitor_plan_path(spec))
+        make_boot(monitor_boot_path(spec), build_plan(spec.source, list(spec.instrument.get("exclude", []))))
     return manifest
 
 
@@ -267,29 +268,24 @@ def monitored(spec: CampaignSpec) -> bool:
     return spec.instrument.get("backend", "source") == "monitor"
 
 
-def monitor_plan_path(spec: CampaignSpec) -> Path:
-    """Where a monitored campaign's plan lives (beside its build's manifest)."""
-    return spec.build / ".mantis" / "monitor-plan.json"
+def monitor_boot_path(spec: CampaignSpec) -> Path:
+    """Where a monitored campaign's boot folder (its plan and sitecustomize) lives, beside the build's manifest."""
+    return spec.build / ".mantis" / "monitor-boot"
 
 
 def make_task(spec: CampaignSpec, record, repeat: int, variant: str, root: Path) -> RunTask:
     """The task for one (input, repeat, variant); a monitored campaign's instrumented runs start the
     original program with the bytecode backend's boot folder first on its path."""
     python = sys.executable
-    extra_env: dict[str, str] = {}
     boot: list[str] = []
     if variant == INSTRUMENTED and monitored(spec):
-        from mantispy.monitoring.launch import boot_dir
-        from mantispy.runtime.monitor import ENV_PLAN
-
-        root, boot = spec.source_root, [str(boot_dir())]
-        extra_env[ENV_PLAN] = str(monitor_plan_path(spec))
+        root, boot = spec.source_root, [str(monitor_boot_path(spec))]
     if spec.entry.kind == "callable":
         argv = [python, "-m", "mantispy.runtime.entry", spec.entry.target, json.dumps(record.kwargs or {})]
     else:
         argv = program_argv(root, spec.entry.invocation(record.argv), python)
     pythonpath = os.pathsep.join([*boot, str(root), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])])
-    return RunTask(record.id, repeat, variant, argv, {**spec.env, **extra_env, "PYTHONPATH": pythonpath},
+    return RunTask(record.id, repeat, variant, argv, {**spec.env, "PYTHONPATH": pythonpath},
                    str(spec.workdir), spec.timeout, collect_features=variant == INSTRUMENTED)
 
 

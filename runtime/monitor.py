@@ -1,6 +1,7 @@
 """The bytecode backend's collector: count a program's features without rewriting its source.
 
-``mantispy run SRC --backend monitor`` starts the program unchanged with a *plan* (see
+``mantispy run SRC --backend monitor`` starts the program unchanged with a *plan* (``plan.json`` in the
+boot folder whose ``sitecustomize`` installs this module; see
 :mod:`mantispy.monitoring.plan`): for every file of SRC, the feature ids the source instrumentor would
 give it and, for each counter, what in the bytecode marks one count:
 
@@ -47,8 +48,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # no run-time import of typing (start-up cost)
     from typing import Any
 
-ENV_PLAN = "MANTIS_MONITOR_PLAN"
-"""Environment variable naming the plan JSON file."""
+PLAN_NAME = "plan.json"
+"""The plan's file name inside a boot folder (beside the ``sitecustomize`` that reads it): no environment
+variable of mantispy's own, so the program sees the same environment under both backends."""
 
 PLAN_FORMAT = "mantispy-monitor-plan"
 PLAN_VERSION = 1
@@ -426,11 +428,8 @@ def install(plan: Plan) -> str:
     return "sys.settrace"
 
 
-def install_from_environment() -> str | None:
-    """Install from the plan named by ``MANTIS_MONITOR_PLAN`` (nothing when unset)."""
-    path = os.environ.get(ENV_PLAN)
-    if not path:
-        return None
+def install_from_file(path: str) -> str | None:
+    """Install from the plan at ``path`` (nothing, with one line on stderr, when it cannot be read)."""
     try:
         with open(path, encoding="utf-8") as handle:
             plan = Plan(json.load(handle))

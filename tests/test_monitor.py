@@ -140,6 +140,9 @@ def nested(n):
 
 if False:
     never = 1
+import os
+for key in os.environ:  # the same environment under both backends (networkx counts it)
+    pass
 g = gen(5)
 print(next(g), g.send(True), next(g), list(g))
 with managed([]) as log:

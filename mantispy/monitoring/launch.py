@@ -5,18 +5,25 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from mantispy.core.launch import program_env
-from mantispy.runtime.monitor import ENV_PLAN
+from mantispy.runtime.monitor import PLAN_NAME
 
 from .plan import build_plan, locate_packages, plan_summary, write_plan
 
 
-def boot_dir() -> Path:
-    """The folder whose ``sitecustomize`` starts the backend in every Python process of the program."""
+def make_boot(folder: Path, plan: dict[str, Any]) -> Path:
+    """A boot folder: the backend's ``sitecustomize`` (which starts it in every Python process of the
+    program) beside the plan it reads. Returns ``folder``, the PYTHONPATH entry to put first."""
+    import shutil
+
     from mantispy.runtime import monitor_boot
 
-    return Path(monitor_boot.__file__).resolve().parent
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(monitor_boot.__file__).resolve().parent / "sitecustomize.py", folder / "sitecustomize.py")
+    write_plan(plan, folder / PLAN_NAME)
+    return folder
 
 
 class MonitoredLaunch:
@@ -29,8 +36,7 @@ class MonitoredLaunch:
         scratch = Path(self._scratch.name)
         self.plan = build_plan(src, exclude, packages)
         self.summary = plan_summary(self.plan)
-        plan_path = scratch / "plan.json"
-        write_plan(self.plan, plan_path)
+        boot = make_boot(scratch / "boot", self.plan)
         extra: list[Path] = []
         if python is not None:  # an interpreter without mantispy: a standalone copy of the run-time
             from mantispy.standalone_runtime import standalone_runtime_dir
@@ -38,8 +44,7 @@ class MonitoredLaunch:
             extra.append(standalone_runtime_dir(scratch / "pyroot"))
         root = Path(self.plan["root"])
         env = program_env(root, features_out, extra)
-        env["PYTHONPATH"] = os.pathsep.join([str(boot_dir()), env["PYTHONPATH"]])
-        env[ENV_PLAN] = str(plan_path)
+        env["PYTHONPATH"] = os.pathsep.join([str(boot), env["PYTHONPATH"]])
         self.env = env
 
     def close(self) -> None:

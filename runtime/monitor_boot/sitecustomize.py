@@ -1,7 +1,7 @@
 """Start mantispy's bytecode backend in this Python process, then run the sitecustomize this one hides.
 
-``mantispy run SRC --backend monitor`` puts this file's folder first on ``PYTHONPATH`` and sets
-``MANTIS_MONITOR_PLAN``, so every Python process of the program (the program itself, spawned
+``mantispy run SRC --backend monitor`` copies this file and the run's ``plan.json`` into a folder of their
+own and puts it first on ``PYTHONPATH``, so every Python process of the program (the program itself, spawned
 multiprocessing workers, Python programs it starts with subprocess) counts its own features. This
 folder is taken off ``sys.path`` again, so that the program sees the path it would see unmonitored.
 Standard library only (and mantispy's run-time, installed or a standalone copy on the path).
@@ -16,7 +16,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def _start() -> None:
     from mantispy.runtime import monitor
 
-    monitor.install_from_environment()
+    monitor.install_from_file(os.path.join(_HERE, monitor.PLAN_NAME))
 
 
 try:
