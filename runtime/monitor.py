@@ -116,6 +116,7 @@ class Plan:
             self.roots.append((os.path.normcase(os.path.abspath(package["root"])),
                                {rel: _File(rel, spec) for rel, spec in package["files"].items()}))
         self._by_filename: dict[str, _File | None] = {}
+        self._placeless: set[str] = set()
 
     def file_of(self, code) -> _File | None:
         """The plan's file holding ``code`` (None for code of any other file)."""
@@ -152,10 +153,17 @@ class Plan:
         entries: dict[int, list] = {}
         flow = _Flow(code)
         identity = [code.co_firstlineno, code.co_name]
+        placeless = not any(flow.positions.values())
         for spec in file.plan["entries"]:
             indexes, span, owners = spec[0], spec[1:5], spec[5]
             if identity not in owners:
                 continue
+            if placeless:  # compiled without column positions: no construct can be found in it
+                if file.rel not in self._placeless:
+                    self._placeless.add(file.rel)
+                    _warn(f"{file.rel}: compiled without column positions (-X no_debug_ranges or "
+                          "PYTHONNODEBUGRANGES): its loop, branch and handler counts stay 0, its calls are counted")
+                break
             for offset in flow.entries(span):
                 entries.setdefault(offset, []).extend(counters[i] for i in indexes)
         return call, {offset: tuple(found) for offset, found in entries.items()}, flow.start

@@ -437,3 +437,19 @@ def test_the_plan_reader_refuses_in_one_line_or_the_plan_prepares_code(tmp_path,
             current = stack.pop()
             read.prepare(current)
             stack.extend(c for c in current.co_consts if hasattr(c, "co_code"))
+
+
+def test_code_without_column_positions_is_said_in_one_line_and_its_calls_still_count(tmp_path):
+    """PYTHONNODEBUGRANGES leaves code objects without columns: no construct can be found in them."""
+    import os
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "p.py").write_text("def f(n):\n    for i in range(n):\n        pass\n\nf(3)\nf(4)\n")
+    proc = subprocess.run([*MANTISPY, "run", str(src), "--backend", "monitor", "--features-out", str(tmp_path / "f.json"),
+                           "--", "p.py"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONNODEBUGRANGES": "1"})
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "column positions" in line]
+    assert len(said) == 1 and said[0].startswith("mantispy: p.py: compiled without column positions")
+    assert json.loads((tmp_path / "f.json").read_text()) == {"p.py:f:call": 2}
