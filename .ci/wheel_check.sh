@@ -147,4 +147,13 @@ if document["changes"]["changed"] != ["squares.py:work"] or document["runs"]["ca
 if not any(f["function"] == "squares.py:work" and f["samples"] == 4 for f in document["findings"]):
     sys.exit("wheel check: mantispy diagnose has no profile of the changed function")
 PY
+step "mantispy run --backend monitor (the bytecode backend's boot folder and run-time come from the wheel)"
+mantispy run app --backend monitor --features-out monitored.json -- squares.py 2000 >/dev/null
+"$tmp/venv/bin/python" - <<'PY'
+import json, sys
+
+counts = json.load(open("monitored.json"))
+if counts.get("squares.py:work:call") != 1 or counts.get("squares.py:work:loop:1") != 2000:
+    sys.exit(f"wheel check: the bytecode backend counted {counts}")
+PY
 echo "wheel check: ok"
