@@ -18,7 +18,6 @@ Standard library only.
 import builtins
 import functools
 import importlib.abc
-import importlib.machinery
 import importlib.util
 import io
 import os
@@ -124,14 +123,14 @@ def _io_stall(text):
 
 
 def _chain():
-    rest = [entry for entry in sys.path if os.path.abspath(entry or os.curdir) != _HERE]
-    sys.path[:] = rest
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    """Run the sitecustomize this one hides, with mantispy's run-time helper (loaded from its file)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "runtime", "site_chain.py")
+    spec = importlib.util.spec_from_file_location("_mantis_site_chain", path)
     if spec is None or spec.loader is None:
         return
     module = importlib.util.module_from_spec(spec)
-    sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
+    module.run_next_sitecustomize(_HERE)
 
 
 for _name, _start in (("MANTIS_INJECT_DELAY", _delay), ("MANTIS_INJECT_BALLOON", _balloon),
