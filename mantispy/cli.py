@@ -19,6 +19,7 @@ import click
 
 from mantispy.cli_build import register as _register_product_verbs
 from mantispy.cli_counters import register as _register_counter_verbs
+from mantispy.cli_dataflow import register as _register_dataflow_verbs
 from mantispy.cli_diagnose import register as _register_diagnosis_verbs
 from mantispy.cli_phases import register as _register_phase_verbs
 from mantispy.cli_sampling import register as _register_sampling_verbs
@@ -1011,6 +1012,7 @@ _register_product_verbs(cli)
 _register_sampling_verbs(cli)
 _register_phase_verbs(cli)
 _register_counter_verbs(cli)
+_register_dataflow_verbs(cli)
 _register_diagnosis_verbs(cli)
 
 

@@ -1,0 +1,195 @@
+"""Record a Dask job: start (or reach) a scheduler, watch it with the recorder plugin, run the job unchanged.
+
+The job is the user's script, run by the same Python (or ``--python``) with ``DASK_SCHEDULER_ADDRESS`` set
+and a boot folder first on its path (``runtime/dataflow_boot``): its own ``Client()`` connects to the
+watched scheduler, and a job without a client is sent there too. The cluster's worker processes are
+registered with mantispy's watchdog, so they never outlive it. A job that fails halfway still gives its
+profile, marked incomplete.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mantispy.core.watchdog import WATCHDOG
+
+from .plugin import PLUGIN_NAME, DataflowRecorder, snapshot
+from .types import ClusterConfig, DataflowProfile, FunctionRef, TaskRun, WorkerInfo, WorkerPoint
+
+CONNECT_TIMEOUT_S = 10.0
+
+
+class RecordError(Exception):
+    """The job could not be recorded: one line saying why and what to do."""
+
+
+@dataclass(frozen=True)
+class ClusterRequest:
+    """The LocalCluster to start (ignored when recording on an existing scheduler)."""
+
+    workers: int = 2
+    threads_per_worker: int = 1
+    memory_limit: int | None = None  # bytes per worker; None: Dask's default share of the machine's memory
+
+
+@dataclass
+class Recording:
+    """What ``record`` hands back: the profile and the job's exit status."""
+
+    profile: DataflowProfile
+    returncode: int
+
+
+def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | None = None,
+               cwd: Path | None = None, interval: float = 0.25, quiet: bool = False) -> Recording:
+    """Run ``argv`` (a full command line: interpreter, script, arguments) as a Dask job and record it."""
+    from distributed import Client
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    cluster = None
+    started_by = "external" if scheduler else "mantispy"
+    try:
+        if scheduler is None:
+            cluster = _start_cluster(request)
+            address = cluster.scheduler_address
+        else:
+            address = scheduler
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except OSError as exc:
+            raise RecordError(f"--scheduler {address}: no Dask scheduler answered in {CONNECT_TIMEOUT_S:g} s ({exc}); "
+                              "start one with `dask scheduler`, or leave --scheduler out to record on a LocalCluster") from None
+        try:
+            _register(client, interval, address)
+            job_started = time.time()
+            returncode = _run_job(argv, address, cwd, quiet)
+            job_ended = time.time()
+            time.sleep(min(1.0, interval * 3))  # one more heartbeat of every worker
+            raw = client.run_on_scheduler(snapshot, name=PLUGIN_NAME)
+            if scheduler is not None:
+                client.unregister_scheduler_plugin(PLUGIN_NAME)
+        finally:
+            client.close()
+    finally:
+        if cluster is not None:
+            cluster.close()
+    if raw is None:
+        raise RecordError(f"the scheduler at {address} lost mantispy's recorder during the job; record it again")
+    profile = build_profile(list(argv), str(cwd or Path.cwd()), raw, job_started, job_ended, returncode,
+                            request, address, started_by)
+    return Recording(profile, returncode)
+
+
+def _start_cluster(request: ClusterRequest) -> Any:
+    import psutil
+    from distributed import LocalCluster
+
+    kwargs: dict[str, Any] = {"n_workers": request.workers, "threads_per_worker": request.threads_per_worker,
+                              "processes": True, "dashboard_address": None, "silence_logs": logging.ERROR}
+    if request.memory_limit is not None:
+        kwargs["memory_limit"] = request.memory_limit
+    cluster = LocalCluster(**kwargs)
+    for child in psutil.Process().children(recursive=True):
+        WATCHDOG.watch_process(child.pid)
+    return cluster
+
+
+def _register(client: Any, interval: float, address: str) -> None:
+    try:
+        client.register_plugin(DataflowRecorder(interval), name=PLUGIN_NAME)
+    except (ImportError, ModuleNotFoundError) as exc:
+        raise RecordError(f"the scheduler at {address} cannot load mantispy's recorder ({exc}); install mantispy "
+                          "in the scheduler's environment") from None
+
+
+def _run_job(argv: Sequence[str], address: str, cwd: Path | None, quiet: bool) -> int:
+    from mantispy.runtime import dataflow_boot
+
+    with tempfile.TemporaryDirectory(prefix="mantis-dataflow-") as scratch:
+        boot = Path(scratch) / "boot"
+        boot.mkdir()
+        shutil.copyfile(Path(dataflow_boot.__file__).resolve().parent / "sitecustomize.py", boot / "sitecustomize.py")
+        env = dict(os.environ)
+        env["DASK_SCHEDULER_ADDRESS"] = address
+        env["PYTHONPATH"] = os.pathsep.join([str(boot)] + [p for p in [env.get("PYTHONPATH", "")] if p])
+        out = subprocess.DEVNULL if quiet else None
+        with subprocess.Popen(list(argv), env=env, cwd=cwd, stdout=out) as proc:
+            WATCHDOG.watch_process(proc.pid)
+            try:
+                return proc.wait()
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+            finally:
+                WATCHDOG.forget_process(proc.pid)
+
+
+def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: float, ended: float,
+                  returncode: int | None, request: ClusterRequest, address: str, started_by: str) -> DataflowProfile:
+    """The profile from the recorder's snapshot and the job's times and exit status."""
+    tasks = []
+    graph: dict[str, dict[str, Any]] = raw.get("graph") or {}
+    runs: dict[str, dict[str, Any]] = raw.get("runs") or {}
+    for key, node in graph.items():
+        run = runs.get(key)
+        tasks.append(_task(key, node, run))
+    workers = [WorkerInfo(address=a, name=str(w.get("name", "")), nthreads=int(w.get("nthreads", 0)),
+                          memory_limit=int(w.get("memory_limit", 0))) for a, w in (raw.get("workers") or {}).items()]
+    series = [WorkerPoint(**point) for point in raw.get("series") or ()]
+    functions = {op: [FunctionRef(**entry) for entry in entries] for op, entries in (raw.get("functions") or {}).items()}
+    notes = list(raw.get("notes") or ())
+    if started_by == "mantispy":
+        cluster = ClusterConfig(workers=request.workers, threads_per_worker=request.threads_per_worker,
+                                memory_limit=request.memory_limit or (workers[0].memory_limit if workers else None),
+                                cores=os.cpu_count() or 1, address=address, started_by=started_by)
+    else:
+        alive = [w for w in workers if w.nthreads > 0] or [WorkerInfo(address, "", 1, 0)]
+        threads = sorted(w.nthreads for w in alive)[len(alive) // 2]
+        cluster = ClusterConfig(workers=len(alive), threads_per_worker=threads,
+                                memory_limit=alive[0].memory_limit or None, cores=os.cpu_count() or 1,
+                                address=address, started_by=started_by)
+    unfinished = sum(1 for t in tasks if not t.ran)
+    complete = returncode == 0 and unfinished == 0
+    if returncode != 0:
+        notes.append(f"the job exited with status {returncode}: this profile is incomplete")
+    if unfinished:
+        notes.append(f"{unfinished} of {len(tasks)} tasks never finished")
+    return DataflowProfile(command=command, cwd=cwd, cluster=cluster, started=started, ended=ended,
+                           returncode=returncode, complete=complete, tasks=tasks, functions=functions,
+                           workers=workers, series=series, worker_metrics=dict(raw.get("worker_metrics") or {}),
+                           notes=notes)
+
+
+def _task(key: str, node: dict[str, Any], run: dict[str, Any] | None) -> TaskRun:
+    common: dict[str, Any] = {"key": key, "operation": str(node.get("operation", "")), "deps": tuple(node.get("deps") or ()),
+              "priority": tuple(float(p) for p in node.get("priority") or ()),
+              "submitted": None if node.get("submitted") is None else float(node["submitted"])}
+    if run is None:
+        return TaskRun(**common, worker="", thread=0, start=0.0, stop=0.0, compute_s=0.0, transfer_s=0.0,
+                       spill_s=0.0, nbytes=0, status="unfinished")
+    stops = run.get("startstops") or []
+    compute = [s for s in stops if s["action"] == "compute"]
+    span = compute or stops
+    start = min((s["start"] for s in span), default=0.0)
+    stop = max((s["stop"] for s in span), default=start)
+    return TaskRun(**common, worker=str(run.get("worker", "")), thread=int(run.get("thread", 0)), start=start,
+                   stop=stop, compute_s=sum(s["stop"] - s["start"] for s in compute),
+                   transfer_s=sum(s["stop"] - s["start"] for s in stops if s["action"] == "transfer"),
+                   spill_s=sum(s["stop"] - s["start"] for s in stops if s["action"].startswith("disk-")),
+                   nbytes=int(run.get("nbytes", 0)), status=str(run.get("status", "memory")))
+
+
+def python_command(script: str, args: Sequence[str], python: str | None = None) -> list[str]:
+    """The command that runs ``script`` (or ``-m module``) with ``args`` under ``python`` (default: this one)."""
+    return [python or sys.executable, script, *args]

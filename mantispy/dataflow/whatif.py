@@ -1,0 +1,480 @@
+"""What-if completion time: replay a recorded Dask job on another cluster configuration.
+
+Each task's recorded time is split into CPU work and the rest (the workers' own thread-CPU accounting per
+operation, corrected for the core contention the recording had). The replay is an event simulation close
+to Dask's scheduler, work stealing aside: root tasks go to the first free thread in priority order; a task
+whose inputs exist goes to the worker where it would start soonest counting the transfer of its missing
+inputs; every worker runs its queue in priority order. CPU work shares the machine's cores (processor
+sharing), and Python code that holds the GIL shares one core per worker process; results held past 60 %
+of a worker's memory limit spill to disk and are read back. The driver's own time between computations
+is kept as recorded. Paper: Tian et al. §2.4 (computing devices rescheduled, memory as a reversed
+roofline, IO linear in bandwidth).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import median
+
+from .operations import cpu_shares
+from .types import DataflowProfile, TaskRun
+
+SPILL_TARGET = 0.6
+"""Dask's ``distributed.worker.memory.target``: managed memory above this share of the limit spills."""
+DEFAULT_BANDWIDTH = 100e6
+"""Bytes per second between workers when the recording moved too little to measure it (Dask's default)."""
+DEFAULT_DISK_BANDWIDTH = 300e6
+"""Bytes per second of spilling (serialising and writing, reading back) when none was recorded."""
+TRANSFER_LATENCY_S = 0.002
+GIL_FREE_MODULES = ("numpy", "pandas", "pyarrow", "scipy", "numexpr", "sklearn", "zlib", "lz4", "bz2", "lzma",
+                    "hashlib", "_hashlib", "zstandard", "snappy", "blosc", "cupy", "numba")
+"""Libraries whose kernels release the GIL: an operation calling them runs on several threads at once."""
+_DASK_INTERNAL = ("dask.", "dask_expr.", "toolz.", "tlz.", "distributed.", "builtins.", "_operator.", "operator.",
+                  "functools.")
+
+
+class WhatIfError(ValueError):
+    """A configuration or profile the replay cannot use."""
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """A cluster to replay on."""
+
+    workers: int
+    threads_per_worker: int
+    memory_limit: int | None
+    cores: int
+
+    def __post_init__(self) -> None:
+        if self.workers < 1 or self.threads_per_worker < 1 or self.cores < 1:
+            raise WhatIfError("--workers, --threads and the core count must be at least 1")
+        if self.memory_limit is not None and self.memory_limit <= 0:
+            raise WhatIfError("--memory-limit must be positive")
+
+
+@dataclass
+class Prediction:
+    """A replay's answer: completion time, where it goes, and what it assumed."""
+
+    config: Configuration
+    completion_s: float
+    dask_s: float
+    driver_s: float
+    bottleneck_operation: str
+    bottleneck_resource: str
+    operation_busy_s: dict[str, float]
+    transferred_bytes: int
+    spilled_bytes: int
+    cpu_saturation: float  # mean CPU demand over the cores while tasks ran
+    assumptions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Task:
+    key: str
+    operation: str
+    deps: list[str]
+    dependents: list[str]
+    priority: tuple[float, ...]
+    cpu: float
+    io: float
+    nbytes: int
+    batch: int
+    gil: bool
+
+
+def holds_gil(functions: list[str]) -> bool:
+    """Whether an operation's work is Python holding the GIL: none of its own callables is a GIL-free kernel."""
+    own = [f for f in functions if not f.startswith(_DASK_INTERNAL)]
+    if not own:
+        return False
+    return not any(f.split(".", 1)[0] in GIL_FREE_MODULES for f in own)
+
+
+def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
+    """Replay ``profile`` on ``config`` and predict the job's completion time."""
+    ran = [t for t in profile.tasks if t.ran]
+    if not ran:
+        raise WhatIfError("the profile has no task that ran; record a job that computes something with Dask")
+    assumptions: list[str] = []
+    if not profile.complete:
+        assumptions.append("the recorded job did not complete: only the tasks that ran are replayed")
+    gil_ops = {op for op in {t.operation for t in ran}
+               if holds_gil([f.label for f in profile.functions.get(op, [])])}
+    work = intrinsic_work(profile, gil_ops)
+    tasks = _build_tasks(profile, ran, work, gil_ops)
+    overhead = _dispatch_overhead(ran)
+    bandwidth, measured_bw = _bandwidth(profile, ran)
+    if not measured_bw:
+        assumptions.append(f"transfers at {bandwidth / 1e6:.0f} MB/s (the recording moved too little to measure)")
+    disk_bw = _disk_bandwidth(profile)
+    baseline = _worker_baseline(profile)
+    sim = _Simulation(tasks, config, overhead, bandwidth, disk_bw, baseline)
+    batches = _batches(profile, ran)
+    finish = sim.run(batches)
+    last_recorded = max(t.stop for t in ran)
+    first_submit = batches[0].offset
+    tail = max(0.0, profile.ended - last_recorded)
+    completion = finish + tail
+    driver = first_submit + tail + sum(b.gap for b in batches[1:] if b.waits)
+    busy = dict(sorted(sim.busy.items(), key=lambda kv: -kv[1]))
+    bottleneck = next(iter(busy), "")
+    return Prediction(config=config, completion_s=completion, dask_s=finish - first_submit, driver_s=driver,
+                      bottleneck_operation=bottleneck,
+                      bottleneck_resource=sim.resource_of(bottleneck, profile), operation_busy_s=busy,
+                      transferred_bytes=sim.transferred, spilled_bytes=sim.spilled,
+                      cpu_saturation=sim.mean_saturation(), assumptions=assumptions)
+
+
+def intrinsic_work(profile: DataflowProfile, gil_ops: set[str]) -> dict[str, tuple[float, float]]:
+    """Per task, (CPU seconds, other seconds) with the recording's own contention taken out."""
+    shares = cpu_shares(profile)
+    ran = [t for t in profile.tasks if t.ran]
+    cores = profile.cluster.cores
+    demand = {t.key: shares.get(t.operation, 1.0) for t in ran}
+    work: dict[str, tuple[float, float]] = {}
+    for _ in range(2):
+        slowdown = _recorded_slowdown(ran, demand, cores, gil_ops)
+        for task in ran:
+            d = task.compute_s
+            cpu = shares.get(task.operation, 1.0) * d
+            sigma = slowdown.get(task.key, 1.0)
+            io = d - cpu * sigma
+            if io < 0:
+                cpu, io = d / sigma, 0.0
+            work[task.key] = (cpu, io)
+            demand[task.key] = cpu / (cpu + io) if cpu + io > 0 else 0.0
+    return work
+
+
+def _recorded_slowdown(ran: list[TaskRun], demand: dict[str, float], cores: int, gil_ops: set[str]) -> dict[str, float]:
+    """Per task, its mean CPU slowdown while it ran: demand over cores, or over one core for GIL work."""
+    events = sorted([(t.start, 1, t) for t in ran] + [(t.stop, 0, t) for t in ran], key=lambda e: (e[0], e[1]))
+    running: dict[str, TaskRun] = {}
+    acc: dict[str, float] = defaultdict(float)
+    last = events[0][0] if events else 0.0
+    for time_, kind, task in events:
+        span = time_ - last
+        if span > 0 and running:
+            total = sum(demand[k] for k in running)
+            gil_per_worker: dict[str, float] = defaultdict(float)
+            for k, t in running.items():
+                if t.operation in gil_ops:
+                    gil_per_worker[t.worker] += demand[k]
+            core = max(1.0, total / cores)
+            for k, t in running.items():
+                sigma = max(core, gil_per_worker[t.worker]) if t.operation in gil_ops else core
+                acc[k] += sigma * span
+        last = time_
+        if kind == 1:
+            running[task.key] = task
+        else:
+            running.pop(task.key, None)
+    return {t.key: (acc[t.key] / t.compute_s if t.compute_s > 0 and acc[t.key] > 0 else 1.0) for t in ran}
+
+
+def _build_tasks(profile: DataflowProfile, ran: list[TaskRun], work: dict[str, tuple[float, float]],
+                 gil_ops: set[str]) -> dict[str, _Task]:
+    keys = {t.key for t in ran}
+    tasks: dict[str, _Task] = {}
+    for t in ran:
+        cpu, io = work[t.key]
+        tasks[t.key] = _Task(t.key, t.operation, [d for d in t.deps if d in keys], [], t.priority, cpu, io,
+                             t.nbytes, 0, t.operation in gil_ops)
+    for task in tasks.values():
+        for dep in task.deps:
+            tasks[dep].dependents.append(task.key)
+    return tasks
+
+
+def _dispatch_overhead(ran: list[TaskRun]) -> float:
+    """The scheduler's own time between two tasks on one thread when the second was waiting to run."""
+    by_thread: dict[tuple[str, int], list[TaskRun]] = defaultdict(list)
+    stop_of = {t.key: t.stop for t in ran}
+    for t in ran:
+        by_thread[(t.worker, t.thread)].append(t)
+    gaps = []
+    for runs in by_thread.values():
+        runs.sort(key=lambda t: t.start)
+        for prev, nxt in zip(runs, runs[1:]):
+            ready = max([stop_of.get(d, 0.0) for d in nxt.deps] + [nxt.submitted or 0.0])
+            if ready <= prev.stop:
+                gaps.append(max(0.0, nxt.start - prev.stop))
+    return min(0.05, median(gaps)) if gaps else 0.002
+
+
+def _bandwidth(profile: DataflowProfile, ran: list[TaskRun]) -> tuple[float, bool]:
+    worker_of = {t.key: t.worker for t in ran}
+    size = {t.key: t.nbytes for t in ran}
+    moved = {(d, t.worker) for t in ran for d in t.deps if worker_of.get(d) not in (None, t.worker)}
+    moved_bytes = sum(size.get(d, 0) for d, _ in moved)
+    seconds = sum(v for k, v in profile.worker_metrics.items() if k.startswith("gather-dep/") and k.endswith("/seconds"))
+    if moved_bytes > 1_000_000 and seconds > 0.02:
+        return moved_bytes / seconds, True
+    return DEFAULT_BANDWIDTH, False
+
+
+def _disk_bandwidth(profile: DataflowProfile) -> float:
+    seconds = sum(v for k, v in profile.worker_metrics.items() if "/disk-write/seconds" in k or "/disk-read/seconds" in k)
+    moved = sum(v for k, v in profile.worker_metrics.items() if "/disk-write/bytes" in k or "/disk-read/bytes" in k)
+    return moved / seconds if seconds > 0.05 and moved > 1_000_000 else DEFAULT_DISK_BANDWIDTH
+
+
+def _worker_baseline(profile: DataflowProfile) -> int:
+    """A worker process's memory beside its data (interpreter, libraries), from its first heartbeats."""
+    first: dict[str, int] = {}
+    for point in sorted(profile.series, key=lambda p: p.t):
+        first.setdefault(point.worker, max(0, point.memory - point.managed))
+    return int(median(first.values())) if first else 100_000_000
+
+
+@dataclass
+class _Batch:
+    keys: list[str]
+    offset: float  # recorded submission, seconds from the job's start
+    waits: bool  # the driver submitted it once every earlier task had finished (it waited for results)
+    gap: float  # recorded seconds from the earlier tasks' end (waits) or the previous batch (not) to this one
+    latency: float  # recorded seconds from its submission to its first task's start (the scheduler's intake)
+
+
+def _batches(profile: DataflowProfile, ran: list[TaskRun]) -> list[_Batch]:
+    groups: dict[float, list[TaskRun]] = defaultdict(list)
+    for t in ran:
+        groups[t.submitted if t.submitted is not None else profile.started].append(t)
+    out: list[_Batch] = []
+    earlier_stop = -math.inf
+    previous_submit = None
+    for submitted in sorted(groups):
+        members = groups[submitted]
+        waits = bool(out) and earlier_stop <= submitted
+        gap = (submitted - earlier_stop) if waits else (submitted - previous_submit if previous_submit else 0.0)
+        latency = max(0.0, min(t.start for t in members) - submitted)
+        out.append(_Batch([t.key for t in members], submitted - profile.started, waits, max(0.0, gap), latency))
+        earlier_stop = max(earlier_stop, max(t.stop for t in members))
+        previous_submit = submitted
+    return out
+
+
+class _Simulation:
+    """The event simulation of one configuration."""
+
+    def __init__(self, tasks: dict[str, _Task], config: Configuration, overhead: float, bandwidth: float,
+                 disk_bw: float, baseline: int) -> None:
+        self.tasks = tasks
+        self.config = config
+        self.overhead = overhead
+        self.bandwidth = bandwidth
+        self.disk_bw = disk_bw
+        self.capacity = (None if config.memory_limit is None
+                         else max(0.0, SPILL_TARGET * config.memory_limit - baseline))
+        nworkers = config.workers
+        self.queues: list[list[tuple[tuple[float, ...], float, str]]] = [[] for _ in range(nworkers)]
+        self.roots: list[tuple[tuple[float, ...], str]] = []
+        self.running: dict[str, tuple[int, float]] = {}  # key -> (worker, remaining intrinsic seconds)
+        self.threads_busy = [0] * nworkers
+        self.where: dict[str, set[int]] = {}
+        self.held = [0.0] * nworkers
+        self.debt = [0.0] * nworkers  # spill seconds the worker owes its next task
+        self.done: set[str] = set()
+        self.missing = {k: len(t.deps) for k, t in tasks.items()}
+        self.pending_dependents = {k: len(t.dependents) for k, t in tasks.items()}
+        self.busy: dict[str, float] = defaultdict(float)
+        self.sigma_sum: dict[str, float] = defaultdict(float)
+        self.started_at: dict[str, float] = {}
+        self.extra_io: dict[str, float] = {}
+        self.transferred = 0
+        self.spilled = 0
+        self.released: set[int] = set()
+        self.batch_of: dict[str, int] = {}
+        self.saturation_time = 0.0
+        self.active_time = 0.0
+        mean = sum(t.cpu + t.io for t in tasks.values()) / max(1, len(tasks))
+        self.mean_duration = mean + overhead
+
+    def run(self, batches: list[_Batch]) -> float:
+        now = 0.0
+        released = self.released
+        release_at: dict[int, float] = {0: batches[0].offset + batches[0].latency}
+        batch_of = self.batch_of
+        for i, batch in enumerate(batches):
+            for key in batch.keys:
+                batch_of[key] = i
+        last_finish = 0.0
+        unreleased_tasks = {i: set(b.keys) for i, b in enumerate(batches)}
+        while True:
+            for i in sorted(release_at):
+                if i not in released and release_at[i] <= now + 1e-12:
+                    released.add(i)
+                    for key in batches[i].keys:
+                        if self.missing[key] == 0:
+                            self._ready(key, now)
+            self._fill(now)
+            speeds = self._speeds()
+            candidates = [now + remaining / speeds[k] for k, (_, remaining) in self.running.items()]
+            candidates += [r for i, r in release_at.items() if i not in released]
+            candidates += [ready for q in self.queues for _, ready, _ in q if ready > now]
+            if not candidates:
+                break
+            nxt = max(now, min(candidates))
+            self._advance(now, nxt, speeds)
+            now = nxt
+            for key, (worker, remaining) in list(self.running.items()):
+                if remaining <= 1e-9:
+                    self._finish(key, worker, now)
+                    last_finish = max(last_finish, now)
+                    b = batch_of[key]
+                    unreleased_tasks[b].discard(key)
+            self._schedule_batches(batches, release_at, released, unreleased_tasks, now)
+        return last_finish
+
+    def _schedule_batches(self, batches: list[_Batch], release_at: dict[int, float], released: set[int],
+                          left: dict[int, set[str]], now: float) -> None:
+        for i in range(1, len(batches)):
+            if i in release_at:
+                continue
+            if not batches[i].waits:
+                if i - 1 in release_at:
+                    release_at[i] = release_at[i - 1] - batches[i - 1].latency + batches[i].gap + batches[i].latency
+                continue
+            if all(not left[j] for j in range(i)) and all(j in released for j in range(i)):
+                release_at[i] = now + batches[i].gap + batches[i].latency
+            break
+
+    def _ready(self, key: str, now: float) -> None:
+        task = self.tasks[key]
+        if not task.deps:
+            heapq.heappush(self.roots, (task.priority, key))
+            return
+        best = None
+        for w in range(self.config.workers):
+            missing = sum(self.tasks[d].nbytes for d in task.deps if w not in self.where.get(d, ()))
+            transfer = (missing / self.bandwidth + TRANSFER_LATENCY_S) if missing else 0.0
+            backlog = len(self.queues[w]) + self.threads_busy[w] + 1 - self.config.threads_per_worker
+            wait = max(0, backlog) * self.mean_duration / self.config.threads_per_worker
+            cost = (transfer + wait, missing, w)
+            if best is None or cost < best[0]:
+                best = (cost, transfer, missing)
+        assert best is not None
+        (_, _, worker), transfer, missing = best
+        if missing:
+            self.transferred += missing
+            for d in task.deps:
+                if worker not in self.where.get(d, set()):
+                    self.where.setdefault(d, set()).add(worker)
+                    self._hold(worker, self.tasks[d].nbytes)
+        heapq.heappush(self.queues[worker], (task.priority, now + transfer, key))
+
+    def _fill(self, now: float) -> None:
+        for w in range(self.config.workers):
+            while self.threads_busy[w] < self.config.threads_per_worker:
+                key = self._take_local(w, now)
+                if key is None and self.roots:
+                    key = heapq.heappop(self.roots)[1]
+                if key is None:
+                    break
+                self._start(key, w, now)
+
+    def _take_local(self, w: int, now: float) -> str | None:
+        queue = self.queues[w]
+        waiting = []
+        chosen = None
+        while queue:
+            item = heapq.heappop(queue)
+            if item[1] <= now + 1e-12:
+                chosen = item[2]
+                break
+            waiting.append(item)
+        for item in waiting:
+            heapq.heappush(queue, item)
+        return chosen
+
+    def _start(self, key: str, worker: int, now: float) -> None:
+        task = self.tasks[key]
+        extra = self.debt[worker]
+        self.debt[worker] = 0.0
+        self.extra_io[key] = extra + self.overhead
+        self.threads_busy[worker] += 1
+        self.running[key] = (worker, task.cpu + task.io + extra + self.overhead)
+        self.started_at[key] = now
+
+    def _speeds(self) -> dict[str, float]:
+        fractions = {}
+        for key, (worker, _) in self.running.items():
+            task = self.tasks[key]
+            total = task.cpu + task.io + self.extra_io[key]
+            fractions[key] = task.cpu / total if total > 0 else 0.0
+        demand = sum(fractions.values())
+        core = max(1.0, demand / self.config.cores)
+        gil: dict[int, float] = defaultdict(float)
+        for key, (worker, _) in self.running.items():
+            if self.tasks[key].gil:
+                gil[worker] += fractions[key]
+        speeds = {}
+        for key, (worker, _) in self.running.items():
+            sigma = max(core, gil[worker]) if self.tasks[key].gil else core
+            f = fractions[key]
+            speeds[key] = 1.0 / (f * sigma + (1.0 - f))
+            self.sigma_sum[key] = sigma
+        self._demand = demand
+        return speeds
+
+    def _advance(self, now: float, nxt: float, speeds: dict[str, float]) -> None:
+        span = nxt - now
+        if span <= 0:
+            return
+        if self.running:
+            self.active_time += span
+            self.saturation_time += span * min(1.0, getattr(self, "_demand", 0.0) / self.config.cores)
+        for key, (worker, remaining) in list(self.running.items()):
+            self.running[key] = (worker, remaining - span * speeds[key])
+
+    def _finish(self, key: str, worker: int, now: float) -> None:
+        task = self.tasks[key]
+        del self.running[key]
+        self.threads_busy[worker] -= 1
+        self.busy[task.operation] += now - self.started_at[key]
+        self.done.add(key)
+        self.where.setdefault(key, set()).add(worker)
+        self._hold(worker, task.nbytes)
+        for dep in task.deps:
+            self.pending_dependents[dep] -= 1
+            if self.pending_dependents[dep] == 0:
+                for w in self.where.get(dep, ()):
+                    self.held[w] = max(0.0, self.held[w] - self.tasks[dep].nbytes)
+        for child in task.dependents:
+            self.missing[child] -= 1
+            if self.missing[child] == 0 and self._released(child):
+                self._ready(child, now)
+
+    def _released(self, key: str) -> bool:
+        return self.batch_of[key] in self.released
+
+    def _hold(self, worker: int, nbytes: int) -> None:
+        self.held[worker] += nbytes
+        if self.capacity is not None and self.held[worker] > self.capacity:
+            excess = self.held[worker] - self.capacity
+            self.spilled += int(excess)
+            self.debt[worker] += 2 * excess / self.disk_bw  # written now, read back when needed
+            self.held[worker] = self.capacity
+
+    def mean_saturation(self) -> float:
+        return self.saturation_time / self.active_time if self.active_time > 0 else 0.0
+
+    def resource_of(self, operation: str, profile: DataflowProfile) -> str:
+        if not operation:
+            return ""
+        keys = [k for k, t in self.tasks.items() if t.operation == operation]
+        sigma = median(self.sigma_sum.get(k, 1.0) for k in keys) if keys else 1.0
+        cpu = sum(self.tasks[k].cpu for k in keys)
+        io = sum(self.tasks[k].io for k in keys)
+        if self.spilled and self.capacity is not None:
+            return "memory (spilling to disk)"
+        if cpu >= io:
+            if any(self.tasks[k].gil for k in keys) and sigma > 1.05:
+                return "cpu (one core per worker: its Python holds the GIL)"
+            return "cpu (cores oversubscribed)" if sigma > 1.05 else "cpu"
+        return "disk or waiting (not on a CPU)"

@@ -1,0 +1,1 @@
+"""The boot folder ``mantispy dataflow record`` puts first on a job's ``PYTHONPATH`` (its ``sitecustomize``)."""
