@@ -19,9 +19,18 @@ def _store_option(fn):
                         help="The store holding the dataflow profiles (the recordings' store).")(fn)
 
 
+def _need_dask() -> None:
+    """One line, not a traceback, where Dask is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None or importlib.util.find_spec("dask") is None:
+        raise UserError("mantispy dataflow needs Dask: pip install 'mantispy[cluster]' (dask[distributed])")
+
+
 def _bytes(value: str | None, option: str) -> int | None:
     if value is None:
         return None
+    _need_dask()
     from dask.utils import parse_bytes
 
     try:
@@ -77,6 +86,7 @@ def record(scheduler: str | None, workers: int, threads: int, memory_limit: str 
     The job's own Client() connects to the recorded cluster (DASK_SCHEDULER_ADDRESS); a job with no
     client is sent there too. The profile goes into the store (and -o as JSON).
     """
+    _need_dask()
     from mantispy.dataflow.record import ClusterRequest, RecordError, python_command, record_job
     from mantispy.dataflow.store import DataflowStore, DataflowStoreError
 

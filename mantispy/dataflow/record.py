@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from mantispy.core.watchdog import WATCHDOG
+from mantispy.measurement import MachineSnapshot
 
 from .plugin import PLUGIN_NAME, DataflowRecorder, snapshot
-from .types import ClusterConfig, DataflowProfile, FunctionRef, TaskRun, WorkerInfo, WorkerPoint
+from .types import ClusterConfig, DataflowProfile, FunctionRef, MachinePoint, TaskRun, WorkerInfo, WorkerPoint
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -51,8 +52,11 @@ class Recording:
 
 
 def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | None = None,
-               cwd: Path | None = None, interval: float = 0.25, quiet: bool = False) -> Recording:
-    """Run ``argv`` (a full command line: interpreter, script, arguments) as a Dask job and record it."""
+               cwd: Path | None = None, interval: float = 0.25, quiet: bool = False, watch: bool = True) -> Recording:
+    """Run ``argv`` (a full command line: interpreter, script, arguments) as a Dask job and record it.
+
+    ``watch=False`` runs the job the same way without the recorder (its profile then holds no task): the
+    benchmark's measure of the recorder's overhead and of the job's own time."""
     from distributed import Client
 
     logging.getLogger("distributed").setLevel(logging.ERROR)
@@ -70,14 +74,21 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
             raise RecordError(f"--scheduler {address}: no Dask scheduler answered in {CONNECT_TIMEOUT_S:g} s ({exc}); "
                               "start one with `dask scheduler`, or leave --scheduler out to record on a LocalCluster") from None
         try:
-            _register(client, interval, address)
+            if watch:
+                _register(client, interval, address)
+            machine = _MachineSampler(interval / 2)
             job_started = time.time()
-            returncode = _run_job(argv, address, cwd, quiet)
-            job_ended = time.time()
-            time.sleep(min(1.0, interval * 3))  # one more heartbeat of every worker
-            raw = client.run_on_scheduler(snapshot, name=PLUGIN_NAME)
-            if scheduler is not None:
-                client.unregister_scheduler_plugin(PLUGIN_NAME)
+            try:
+                returncode = _run_job(argv, address, cwd, quiet)
+            finally:
+                job_ended = time.time()
+                machine.stop()
+            raw: dict[str, Any] | None = {}
+            if watch:
+                time.sleep(min(1.0, interval * 3))  # one more heartbeat of every worker
+                raw = client.run_on_scheduler(snapshot, name=PLUGIN_NAME)
+                if scheduler is not None:
+                    client.unregister_scheduler_plugin(PLUGIN_NAME)
         finally:
             client.close()
     finally:
@@ -87,7 +98,37 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
         raise RecordError(f"the scheduler at {address} lost mantispy's recorder during the job; record it again")
     profile = build_profile(list(argv), str(cwd or Path.cwd()), raw, job_started, job_ended, returncode,
                             request, address, started_by)
+    profile.machine = machine.points
     return Recording(profile, returncode)
+
+
+class _MachineSampler:
+    """Reads the machine's busy CPU seconds (``/proc/stat``) every ``interval`` in a thread."""
+
+    def __init__(self, interval: float) -> None:
+        import threading
+
+        self.points: list[MachinePoint] = []
+        self._interval = interval
+        self._done = threading.Event()
+        self._sample()
+        self._thread = threading.Thread(target=self._run, name="mantispy-machine", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        snapshot = MachineSnapshot.now()
+        if snapshot.busy_s is not None:
+            self.points.append(MachinePoint(time.time(), snapshot.busy_s))
+
+    def _run(self) -> None:
+        while not self._done.wait(self._interval):
+            self._sample()
+
+    def stop(self) -> None:
+        """Take a last point and stop."""
+        self._done.set()
+        self._thread.join()
+        self._sample()
 
 
 def _start_cluster(request: ClusterRequest) -> Any:

@@ -2,7 +2,8 @@
 
 JSON (``format`` = ``mantispy-dataflow-profile``, ``version`` 1). :func:`profile_from_json` checks every
 field and names the first bad one in a :class:`ProfileError`; :meth:`DataflowProfile.to_json` writes what
-it reads back. Times are seconds since the epoch, as the workers' clocks gave them.
+it reads back. Times are seconds since the epoch, as the workers' clocks gave them. ``machine`` (the whole machine's
+busy CPU seconds through the job) is optional: profiles written without it read as an empty list.
 """
 
 from __future__ import annotations
@@ -106,6 +107,14 @@ class WorkerPoint:
     net_write_bps: float
 
 
+@dataclass(frozen=True)
+class MachinePoint:
+    """The whole machine's busy CPU seconds (all processes, all cores, since boot) at one moment."""
+
+    t: float
+    busy_s: float
+
+
 @dataclass
 class DataflowProfile:
     """A recorded Dask job: the command, the cluster, every task, the workers and their series."""
@@ -123,6 +132,7 @@ class DataflowProfile:
     series: list[WorkerPoint] = field(default_factory=list)
     worker_metrics: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    machine: list[MachinePoint] = field(default_factory=list)
 
     @property
     def wall_s(self) -> float:
@@ -206,6 +216,10 @@ def profile_from_json(text: str) -> DataflowProfile:
                                   outgoing_bytes=p.integer("outgoing_bytes", low=0), disk_read_bps=p.number("disk_read_bps", low=0.0),
                                   disk_write_bps=p.number("disk_write_bps", low=0.0), net_read_bps=p.number("net_read_bps", low=0.0),
                                   net_write_bps=p.number("net_write_bps", low=0.0)))
+    machine = []
+    for i, item in enumerate(root.items("machine") if "machine" in body else []):
+        m = _Fields(item, f"machine[{i}]")
+        machine.append(MachinePoint(t=m.number("t"), busy_s=m.number("busy_s", low=0.0)))
     metrics = root.obj("worker_metrics")
     worker_metrics = {str(k): metrics.number(k) for k in metrics.body}
     returncode = root.opt_integer("returncode")
@@ -215,7 +229,7 @@ def profile_from_json(text: str) -> DataflowProfile:
     return DataflowProfile(command=root.texts("command"), cwd=root.text("cwd"), cluster=cluster, started=started,
                            ended=ended, returncode=returncode, complete=root.flag("complete"), tasks=tasks,
                            functions=functions, workers=workers, series=series, worker_metrics=worker_metrics,
-                           notes=root.texts("notes"))
+                           notes=root.texts("notes"), machine=machine)
 
 
 def _bad(name: str, what: str) -> Any:
@@ -264,7 +278,7 @@ class _Fields:
         value = self.text(name)
         return value if value in options else _bad(f"{self.where}.{name}", "one of " + ", ".join(options))
 
-    def items(self, name: str) -> list:
+    def items(self, name: str) -> list:  # noqa: A003 - a JSON list field
         value = self._get(name)
         return value if isinstance(value, list) else _bad(f"{self.where}.{name}", "a list")
 

@@ -1,10 +1,13 @@
 """What-if completion time: replay a recorded Dask job on another cluster configuration.
 
-Each task's recorded time is split into CPU work and the rest (the workers' own thread-CPU accounting per
-operation, corrected for the core contention the recording had). The replay is an event simulation close
+Each task's recorded time becomes CPU work and other (IO) time, by its operation's measured class: a
+CPU-bound operation (thread CPU at least 60 % of its tasks' time, by the workers' own accounting) is all
+CPU work, its other time being the contention it met; for the others the thread-CPU share is CPU work
+and the rest IO. The recording's own contention (its tasks and the machine's other load) is taken out. The replay is an event simulation close
 to Dask's scheduler, work stealing aside: root tasks go to the first free thread in priority order; a task
 whose inputs exist goes to the worker where it would start soonest counting the transfer of its missing
-inputs; every worker runs its queue in priority order. CPU work shares the machine's cores (processor
+inputs; every worker runs its queue in priority order. CPU work (with the (de)serialising of inputs moved
+between workers) shares the machine's cores with the rest of the machine's recorded load (processor
 sharing), and Python code that holds the GIL shares one core per worker process; results held past 60 %
 of a worker's memory limit spill to disk and are read back. The driver's own time between computations
 is kept as recorded. Paper: Tian et al. §2.4 (computing devices rescheduled, memory as a reversed
@@ -19,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from statistics import median
 
-from .operations import cpu_shares
+from .operations import CPU_SHARE_FOR_CPU, cpu_shares
 from .types import DataflowProfile, TaskRun
 
 SPILL_TARGET = 0.6
@@ -30,10 +33,11 @@ DEFAULT_DISK_BANDWIDTH = 300e6
 """Bytes per second of spilling (serialising and writing, reading back) when none was recorded."""
 TRANSFER_LATENCY_S = 0.002
 GIL_FREE_MODULES = ("numpy", "pandas", "pyarrow", "scipy", "numexpr", "sklearn", "zlib", "lz4", "bz2", "lzma",
-                    "hashlib", "_hashlib", "zstandard", "snappy", "blosc", "cupy", "numba")
-"""Libraries whose kernels release the GIL: an operation calling them runs on several threads at once."""
-_DASK_INTERNAL = ("dask.", "dask_expr.", "toolz.", "tlz.", "distributed.", "builtins.", "_operator.", "operator.",
-                  "functools.")
+                    "hashlib", "_hashlib", "zstandard", "snappy", "blosc", "cupy", "numba", "dask.array",
+                    "dask.dataframe", "distributed.shuffle")
+"""Modules whose work runs in kernels that release the GIL (Dask's array and dataframe layers call numpy
+and pandas): an operation calling any of them runs on several threads of one worker at once. Any other
+operation (Python code, Dask's bags, the standard library's parsers) holds the GIL."""
 
 
 class WhatIfError(ValueError):
@@ -88,11 +92,9 @@ class _Task:
 
 
 def holds_gil(functions: list[str]) -> bool:
-    """Whether an operation's work is Python holding the GIL: none of its own callables is a GIL-free kernel."""
-    own = [f for f in functions if not f.startswith(_DASK_INTERNAL)]
-    if not own:
-        return False
-    return not any(f.split(".", 1)[0] in GIL_FREE_MODULES for f in own)
+    """Whether an operation's work is Python holding the GIL: none of its callables is in a module whose
+    kernels release it."""
+    return not any(f == m or f.startswith(m + ".") for f in functions for m in GIL_FREE_MODULES)
 
 
 def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
@@ -105,7 +107,8 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
         assumptions.append("the recorded job did not complete: only the tasks that ran are replayed")
     gil_ops = {op for op in {t.operation for t in ran}
                if holds_gil([f.label for f in profile.functions.get(op, [])])}
-    work = intrinsic_work(profile, gil_ops)
+    background = background_demand(profile)
+    work = intrinsic_work(profile, gil_ops, background)
     tasks = _build_tasks(profile, ran, work, gil_ops)
     overhead = _dispatch_overhead(ran)
     bandwidth, measured_bw = _bandwidth(profile, ran)
@@ -113,7 +116,9 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
         assumptions.append(f"transfers at {bandwidth / 1e6:.0f} MB/s (the recording moved too little to measure)")
     disk_bw = _disk_bandwidth(profile)
     baseline = _worker_baseline(profile)
-    sim = _Simulation(tasks, config, overhead, bandwidth, disk_bw, baseline)
+    if not profile.machine:
+        assumptions.append("no machine CPU series in the profile: the scheduler's and the job's own CPU use is ignored")
+    sim = _Simulation(tasks, config, overhead, bandwidth, disk_bw, baseline, background)
     batches = _batches(profile, ran)
     finish = sim.run(batches)
     last_recorded = max(t.stop for t in ran)
@@ -130,28 +135,58 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
                       cpu_saturation=sim.mean_saturation(), assumptions=assumptions)
 
 
-def intrinsic_work(profile: DataflowProfile, gil_ops: set[str]) -> dict[str, tuple[float, float]]:
+def background_demand(profile: DataflowProfile) -> float:
+    """Cores the rest of the machine kept busy while tasks ran (the scheduler, the job's own process, other
+    programs): the machine's busy CPU seconds over the tasks' span, less the tasks' own CPU seconds."""
+    points = sorted(profile.machine, key=lambda p: p.t)
+    ran = [t for t in profile.tasks if t.ran]
+    if len(points) < 2 or not ran:
+        return 0.0
+    first, last = min(t.start for t in ran), max(t.stop for t in ran)
+    if last - first < 0.05:
+        return 0.0
+    shares = cpu_shares(profile)
+    tasks_cpu = sum(shares.get(t.operation, 1.0) * t.compute_s for t in ran)
+    busy = _busy_at(points, last) - _busy_at(points, first)
+    return min(float(profile.cluster.cores), max(0.0, (busy - tasks_cpu) / (last - first)))
+
+
+def _busy_at(points: list, t: float) -> float:
+    if t <= points[0].t:
+        return points[0].busy_s
+    for a, b in zip(points, points[1:]):
+        if a.t <= t <= b.t:
+            return a.busy_s + (b.busy_s - a.busy_s) * ((t - a.t) / (b.t - a.t) if b.t > a.t else 1.0)
+    return points[-1].busy_s
+
+
+def intrinsic_work(profile: DataflowProfile, gil_ops: set[str], background: float = 0.0) -> dict[str, tuple[float, float]]:
     """Per task, (CPU seconds, other seconds) with the recording's own contention taken out."""
     shares = cpu_shares(profile)
     ran = [t for t in profile.tasks if t.ran]
     cores = profile.cluster.cores
-    demand = {t.key: shares.get(t.operation, 1.0) for t in ran}
+    demand = {t.key: 1.0 for t in ran}  # first assume every task wanted a core all along
     work: dict[str, tuple[float, float]] = {}
     for _ in range(2):
-        slowdown = _recorded_slowdown(ran, demand, cores, gil_ops)
+        slowdown = _recorded_slowdown(ran, demand, cores, gil_ops, background)
         for task in ran:
             d = task.compute_s
-            cpu = shares.get(task.operation, 1.0) * d
+            share = shares.get(task.operation, 1.0)
             sigma = slowdown.get(task.key, 1.0)
-            io = d - cpu * sigma
-            if io < 0:
+            if share >= CPU_SHARE_FOR_CPU:  # a CPU-bound operation: its other time is contention, not IO
                 cpu, io = d / sigma, 0.0
+            else:
+                cpu = share * d
+                io = d - cpu * sigma
+                if io < 0:
+                    cpu, io = d / sigma, 0.0
             work[task.key] = (cpu, io)
             demand[task.key] = cpu / (cpu + io) if cpu + io > 0 else 0.0
     return work
 
 
-def _recorded_slowdown(ran: list[TaskRun], demand: dict[str, float], cores: int, gil_ops: set[str]) -> dict[str, float]:
+def _recorded_slowdown(ran: list[TaskRun], demand: dict[str, float], cores: int, gil_ops: set[str],
+                       background: float) -> dict[str, float]:
     """Per task, its mean CPU slowdown while it ran: demand over cores, or over one core for GIL work."""
     events = sorted([(t.start, 1, t) for t in ran] + [(t.stop, 0, t) for t in ran], key=lambda e: (e[0], e[1]))
     running: dict[str, TaskRun] = {}
@@ -165,7 +200,7 @@ def _recorded_slowdown(ran: list[TaskRun], demand: dict[str, float], cores: int,
             for k, t in running.items():
                 if t.operation in gil_ops:
                     gil_per_worker[t.worker] += demand[k]
-            core = max(1.0, total / cores)
+            core = max(1.0, (total + background) / cores)
             for k, t in running.items():
                 sigma = max(core, gil_per_worker[t.worker]) if t.operation in gil_ops else core
                 acc[k] += sigma * span
@@ -263,8 +298,9 @@ class _Simulation:
     """The event simulation of one configuration."""
 
     def __init__(self, tasks: dict[str, _Task], config: Configuration, overhead: float, bandwidth: float,
-                 disk_bw: float, baseline: int) -> None:
+                 disk_bw: float, baseline: int, background: float) -> None:
         self.tasks = tasks
+        self.background = background
         self.config = config
         self.overhead = overhead
         self.bandwidth = bandwidth
@@ -286,11 +322,14 @@ class _Simulation:
         self.sigma_sum: dict[str, float] = defaultdict(float)
         self.started_at: dict[str, float] = {}
         self.extra_io: dict[str, float] = {}
+        self.extra_cpu: dict[str, float] = {}
+        self.transfer_cpu: dict[str, float] = {}  # seconds of (de)serialising and moving a task's inputs
         self.transferred = 0
         self.spilled = 0
         self.released: set[int] = set()
         self.batch_of: dict[str, int] = {}
         self.saturation_time = 0.0
+        self._demand = 0.0
         self.active_time = 0.0
         mean = sum(t.cpu + t.io for t in tasks.values()) / max(1, len(tasks))
         self.mean_duration = mean + overhead
@@ -366,7 +405,8 @@ class _Simulation:
                 if worker not in self.where.get(d, set()):
                     self.where.setdefault(d, set()).add(worker)
                     self._hold(worker, self.tasks[d].nbytes)
-        heapq.heappush(self.queues[worker], (task.priority, now + transfer, key))
+        self.transfer_cpu[key] = transfer
+        heapq.heappush(self.queues[worker], (task.priority, now, key))
 
     def _fill(self, now: float) -> None:
         for w in range(self.config.workers):
@@ -397,18 +437,20 @@ class _Simulation:
         extra = self.debt[worker]
         self.debt[worker] = 0.0
         self.extra_io[key] = extra + self.overhead
+        self.extra_cpu[key] = self.transfer_cpu.pop(key, 0.0)
         self.threads_busy[worker] += 1
-        self.running[key] = (worker, task.cpu + task.io + extra + self.overhead)
+        self.running[key] = (worker, task.cpu + task.io + extra + self.overhead + self.extra_cpu[key])
         self.started_at[key] = now
 
     def _speeds(self) -> dict[str, float]:
         fractions = {}
         for key, (worker, _) in self.running.items():
             task = self.tasks[key]
-            total = task.cpu + task.io + self.extra_io[key]
-            fractions[key] = task.cpu / total if total > 0 else 0.0
+            cpu = task.cpu + self.extra_cpu[key]
+            total = cpu + task.io + self.extra_io[key]
+            fractions[key] = cpu / total if total > 0 else 0.0
         demand = sum(fractions.values())
-        core = max(1.0, demand / self.config.cores)
+        core = max(1.0, (demand + self.background) / self.config.cores)
         gil: dict[int, float] = defaultdict(float)
         for key, (worker, _) in self.running.items():
             if self.tasks[key].gil:
@@ -428,7 +470,7 @@ class _Simulation:
             return
         if self.running:
             self.active_time += span
-            self.saturation_time += span * min(1.0, getattr(self, "_demand", 0.0) / self.config.cores)
+            self.saturation_time += span * min(1.0, (self._demand + self.background) / self.config.cores)
         for key, (worker, remaining) in list(self.running.items()):
             self.running[key] = (worker, remaining - span * speeds[key])
 

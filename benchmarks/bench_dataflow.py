@@ -1,0 +1,181 @@
+"""Dataflow what-if completion time and recorder overhead on five Dask workloads (issue 23).
+
+    python benchmarks/bench_dataflow.py [--repeats 3] [--overhead-repeats 5] [--only NAME,...] [--write]
+
+Workloads (benchmarks/dataflow/jobs, inputs from benchmarks/dataflow/prepare.py, seeded): a groupby and
+join over generated Parquet (dask.dataframe), array reductions with a rechunk and a matrix product
+(dask.array), a bag word count over text files, a delayed ETL over CSV chunks, a futures fan-out.
+
+Each job is recorded once (``mantispy dataflow record`` at 2 workers x 1 thread), then run without the
+recorder at every configuration (workers x threads that fit this 2-core machine), ``--repeats`` times;
+every run of every job and configuration is interleaved and shuffled (seeded). The what-if prediction
+from the one recording is compared with the median measured completion time (the script's wall time);
+the noise floor is the median absolute relative deviation of each configuration's repeats. Recorder
+overhead: recorded runs against unrecorded runs at the recording's configuration, interleaved.
+
+With --write the tables replace this benchmark's section of benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "work" / "dataflow"
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks.results import machine_fingerprint, write_section  # noqa: E402
+from mantispy.dataflow.record import ClusterRequest, python_command, record_job  # noqa: E402
+from mantispy.dataflow.types import read_profile  # noqa: E402
+from mantispy.dataflow.whatif import Configuration, predict  # noqa: E402
+
+JOBS = HERE / "dataflow" / "jobs"
+RECORDED = (2, 1)
+CONFIGS = [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1)]
+
+
+def workloads(data: Path, out: Path) -> dict[str, list[str]]:
+    """Name -> script and arguments."""
+    return {
+        "groupby_join": [str(JOBS / "groupby_join.py"), str(data), str(out)],
+        "array_reduce": [str(JOBS / "array_reduce.py"), "8000"],
+        "bag_wordcount": [str(JOBS / "bag_wordcount.py"), str(data)],
+        "delayed_etl": [str(JOBS / "delayed_etl.py"), str(data), str(out)],
+        "futures_fanout": [str(JOBS / "futures_fanout.py"), "160"],
+    }
+
+
+def prepare(data: Path) -> None:
+    """Generate the inputs once."""
+    if (data / "done").exists():
+        return
+    subprocess.run([sys.executable, str(HERE / "dataflow" / "prepare.py"), "--out", str(data), "--scale", "1.5"],
+                   check=True)
+    (data / "done").write_text("ok\n")
+
+
+def run(job: list[str], config: tuple[int, int], watch: bool):
+    """One run of a job on a fresh LocalCluster; the recording (watch) or just its wall time."""
+    result = record_job(python_command(job[0], job[1:]), ClusterRequest(*config), quiet=True, watch=watch)
+    if result.returncode != 0:
+        raise SystemExit(f"{job[0]} failed at {config} (exit {result.returncode})")
+    return result.profile
+
+
+def main() -> None:
+    """Record, run, predict, tabulate."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--overhead-repeats", type=int, default=5)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--tabulate-only", action="store_true",
+                        help="Predict again from the last run's recordings and measurements (benchmarks/work/dataflow).")
+    args = parser.parse_args()
+    if args.tabulate_only:
+        _tabulate_again(args)
+        return
+    data, out = WORK / "data", WORK / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    prepare(data)
+    jobs = workloads(data, out)
+    if args.only:
+        jobs = {k: v for k, v in jobs.items() if k in args.only.split(",")}
+    plan: list[tuple[str, tuple[int, int], bool]] = []
+    for name in jobs:
+        plan += [(name, config, False) for config in CONFIGS for _ in range(args.repeats)]
+        plan += [(name, RECORDED, False) for _ in range(max(0, args.overhead_repeats - args.repeats))]
+        plan += [(name, RECORDED, True) for _ in range(args.overhead_repeats)]
+    random.Random(args.seed).shuffle(plan)
+    walls: dict[tuple[str, tuple[int, int], bool], list[float]] = {}
+    recordings = {}
+    started = time.time()
+    for i, (name, config, watch) in enumerate(plan, 1):
+        profile = run(jobs[name], config, watch)
+        walls.setdefault((name, config, watch), []).append(profile.wall_s)
+        if watch and name not in recordings:
+            recordings[name] = profile
+            profile.write(WORK / f"{name}.profile.json")
+        print(f"[{i}/{len(plan)}] {name} {config[0]}x{config[1]} {'recorded' if watch else 'plain'} "
+              f"{profile.wall_s:.2f} s", flush=True)
+    (WORK / "measured.json").write_text(json.dumps(
+        {"args": {"repeats": args.repeats, "overhead_repeats": args.overhead_repeats, "seed": args.seed},
+         "walls": [[name, list(config), watch, values] for (name, config, watch), values in walls.items()]}))
+    lines = _tables(jobs, walls, recordings, args)
+    lines.append(f"Total benchmark time {time.time() - started:.0f} s.")
+    print("\n".join(lines))
+    if args.write:
+        write_section("bench_dataflow", "Dataflow what-if and recorder overhead on five Dask workloads (issue 23)",
+                      machine_fingerprint(), lines)
+
+
+def _tabulate_again(args) -> None:
+    saved = json.loads((WORK / "measured.json").read_text())
+    walls = {(name, tuple(config), watch): values for name, config, watch, values in saved["walls"]}
+    names = list(dict.fromkeys(name for name, _, _ in walls))
+    recordings = {name: read_profile(WORK / f"{name}.profile.json") for name in names}
+    for key, value in saved["args"].items():
+        setattr(args, key, value)
+    lines = _tables({name: None for name in names}, walls, recordings, args)
+    print("\n".join(lines))
+    if args.write:
+        write_section("bench_dataflow", "Dataflow what-if and recorder overhead on five Dask workloads (issue 23)",
+                      machine_fingerprint(), lines)
+
+
+def _spread(values: list[float]) -> float:
+    mid = statistics.median(values)
+    return statistics.median(abs(v - mid) / mid for v in values) if len(values) > 1 else 0.0
+
+
+def _tables(jobs, walls, recordings, args) -> list[str]:
+    lines = [f"Command: `python benchmarks/bench_dataflow.py --repeats {args.repeats} --overhead-repeats "
+             f"{args.overhead_repeats}`. Each job recorded once at {RECORDED[0]}x{RECORDED[1]} (workers x threads, "
+             "LocalCluster of processes); every configuration measured without the recorder, "
+             f"{args.repeats} repeats, all runs of all jobs interleaved and shuffled (seed {args.seed}). "
+             "Completion time = the script's wall time (interpreter start to exit; the cluster is up before).", "",
+             "| workload | tasks | config | measured (median) | noise floor | predicted | error | bottleneck |",
+             "|---|---|---|---|---|---|---|---|"]
+    errors: list[float] = []
+    noise: list[float] = []
+    per_job: dict[str, list[float]] = {}
+    for name in jobs:
+        profile = recordings[name]
+        tasks = sum(1 for t in profile.tasks if t.ran)
+        for config in CONFIGS:
+            measured = walls[(name, config, False)]
+            actual = statistics.median(measured)
+            prediction = predict(profile, Configuration(config[0], config[1], profile.cluster.memory_limit,
+                                                        profile.cluster.cores))
+            error = abs(prediction.completion_s - actual) / actual
+            errors.append(error)
+            per_job.setdefault(name, []).append(error)
+            noise.append(_spread(measured))
+            lines.append(f"| {name} | {tasks} | {config[0]}x{config[1]} | {actual:.2f} s | {_spread(measured) * 100:.1f} % | "
+                         f"{prediction.completion_s:.2f} s | {error * 100:.1f} % | {prediction.bottleneck_operation[:32]}: "
+                         f"{prediction.bottleneck_resource} |")
+    lines += ["", "| workload | mean error over configurations | recorder overhead (median recorded / median plain - 1) |",
+              "|---|---|---|"]
+    overheads = []
+    for name in jobs:
+        plain = statistics.median(walls[(name, RECORDED, False)])
+        recorded = statistics.median(walls[(name, RECORDED, True)])
+        overheads.append(recorded / plain - 1)
+        lines.append(f"| {name} | {statistics.fmean(per_job[name]) * 100:.1f} % | {overheads[-1] * 100:+.1f} % "
+                     f"({len(walls[(name, RECORDED, True)])} vs {len(walls[(name, RECORDED, False)])} runs) |")
+    lines += ["", f"Mean completion-time error over all workloads and configurations: {statistics.fmean(errors) * 100:.1f} % "
+              f"(goal <= 8 %; median noise floor {statistics.median(noise) * 100:.1f} %). Median recorder overhead: "
+              f"{statistics.median(overheads) * 100:+.1f} % (goal <= 2 %)."]
+    return lines
+
+
+if __name__ == "__main__":
+    main()

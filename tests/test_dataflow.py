@@ -1,0 +1,407 @@
+"""Dataflow jobs on Dask (issue 23): the profile reader, the operations view, the what-if replay's model
+on hand-made profiles whose answers are known, and the real CLI recording real Dask jobs on a
+LocalCluster and on a scheduler and worker started with Dask's own commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mantispy.dataflow.operations import critical_path, operations
+from mantispy.dataflow.types import (
+    ClusterConfig,
+    DataflowProfile,
+    FunctionRef,
+    MachinePoint,
+    ProfileError,
+    TaskRun,
+    profile_from_json,
+    read_profile,
+)
+from mantispy.dataflow.whatif import Configuration, WhatIfError, holds_gil, predict
+from tests.helpers import MANTISPY, read_mutated
+
+NUMPY_KERNEL = [FunctionRef("numpy._core.fromnumeric", "sum", "fromnumeric.py", 1)]
+PYTHON_CODE = [FunctionRef("__main__", "parse", "job.py", 3)]
+
+
+def task(key: str, start: float, stop: float, deps: tuple[str, ...] = (), op: str = "work", worker: str = "w1",
+         thread: int = 1, nbytes: int = 1000, submitted: float = 0.0) -> TaskRun:
+    """A task that ran from ``start`` to ``stop`` (seconds; the job starts at 0)."""
+    return TaskRun(key=key, operation=op, deps=deps, priority=(0.0, float(len(key))), worker=worker, thread=thread,
+                   start=start, stop=stop, compute_s=stop - start, transfer_s=0.0, spill_s=0.0, nbytes=nbytes,
+                   status="memory", submitted=submitted)
+
+
+def profile_of(tasks: list[TaskRun], workers: int = 1, threads: int = 1, cpu_share: dict[str, float] | None = None,
+               functions: dict[str, list[FunctionRef]] | None = None, ended: float | None = None,
+               memory_limit: int | None = None) -> DataflowProfile:
+    """A complete profile of ``tasks`` on a 2-core machine; ``cpu_share`` per operation as the workers report it."""
+    metrics = {}
+    for op, share in (cpu_share or {t.operation: 1.0 for t in tasks}).items():
+        total = sum(t.compute_s for t in tasks if t.operation == op)
+        metrics[f"execute/{op}/thread-cpu/seconds"] = share * total
+        metrics[f"execute/{op}/thread-noncpu/seconds"] = (1 - share) * total
+    return DataflowProfile(command=["python", "job.py"], cwd="/tmp", cluster=ClusterConfig(workers, threads, memory_limit, 2),
+                           started=0.0, ended=ended if ended is not None else max(t.stop for t in tasks),
+                           returncode=0, complete=True, tasks=tasks, functions=functions or {}, worker_metrics=metrics)
+
+
+def independent(n: int, seconds: float, op: str = "work") -> list[TaskRun]:
+    """``n`` independent tasks run one after another on one thread."""
+    return [task(f"{op}-{i}", i * seconds, (i + 1) * seconds, op=op) for i in range(n)]
+
+
+def dask_seconds(profile: DataflowProfile, workers: int, threads: int, memory_limit: int | None = None) -> float:
+    return predict(profile, Configuration(workers, threads, memory_limit, 2)).completion_s
+
+
+# ---------------------------------------------------------------------------------------------- the model
+
+
+def test_cpu_bound_tasks_scale_with_workers_up_to_the_cores():
+    profile = profile_of(independent(8, 1.0), functions={"work": NUMPY_KERNEL})
+    assert dask_seconds(profile, 1, 1) == pytest.approx(8.0, rel=0.02)
+    assert dask_seconds(profile, 2, 1) == pytest.approx(4.0, rel=0.02)
+    assert dask_seconds(profile, 4, 1) == pytest.approx(4.0, rel=0.02)  # two cores: four workers share them
+    assert dask_seconds(profile, 1, 2) == pytest.approx(4.0, rel=0.02)  # numpy releases the GIL
+
+
+def test_python_holding_the_gil_gets_one_core_per_worker_process():
+    profile = profile_of(independent(8, 1.0), functions={"work": PYTHON_CODE})
+    assert dask_seconds(profile, 1, 2) == pytest.approx(8.0, rel=0.02)
+    assert dask_seconds(profile, 2, 1) == pytest.approx(4.0, rel=0.02)
+    assert holds_gil(["__main__.parse", "dask._task_spec._execute_subgraph"])
+    assert not holds_gil(["numpy._core.fromnumeric.sum", "__main__.parse"])
+    assert holds_gil(["dask.bag.core.map_chunk", "toolz.itertoolz.frequencies"])  # Python objects
+    assert not holds_gil(["dask.array.chunk.getitem"])  # numpy underneath
+
+
+def test_a_chain_does_not_get_faster_with_more_workers():
+    chain = [task("c0", 0, 1), task("c1", 1, 2, ("c0",)), task("c2", 2, 3, ("c1",)), task("c3", 3, 4, ("c2",))]
+    profile = profile_of(chain, functions={"work": NUMPY_KERNEL})
+    assert dask_seconds(profile, 4, 1) == pytest.approx(4.0, rel=0.02)
+    assert [t.key for t in critical_path(profile)] == ["c0", "c1", "c2", "c3"]
+
+
+def test_waiting_operations_overlap_beyond_the_cores():
+    profile = profile_of(independent(8, 1.0, op="read"), cpu_share={"read": 0.1}, functions={"read": NUMPY_KERNEL})
+    assert operations(profile)[0].measured_class == "disk"
+    assert dask_seconds(profile, 4, 1) == pytest.approx(2.0, rel=0.05)
+
+
+def test_the_recordings_own_contention_is_taken_out():
+    # four workers on two cores: each 1-second task of CPU work took 2 seconds
+    tasks = [task(f"t{i}", 2.0 * (i // 4), 2.0 * (i // 4) + 2.0, worker=f"w{i % 4}") for i in range(8)]
+    profile = profile_of(tasks, workers=4, cpu_share={"work": 0.5}, functions={"work": NUMPY_KERNEL})
+    assert dask_seconds(profile, 4, 1) == pytest.approx(4.0, rel=0.05)  # its own configuration: as recorded
+    assert dask_seconds(profile, 1, 1) == pytest.approx(8.0, rel=0.05)  # 8 tasks of 1 s of CPU, one at a time
+
+
+def test_the_machines_other_load_is_taken_out():
+    tasks = independent(4, 1.0)
+    busy = [MachinePoint(0.0, 100.0), MachinePoint(4.0, 100.0 + 4 * 1.0 + 4 * 1.5)]  # tasks + 1.5 cores of others
+    loaded = replace(profile_of(tasks, functions={"work": NUMPY_KERNEL}), machine=busy)
+    # 1 task + 1.5 cores of other load on 2 cores: each task was slowed 1.25x; without that load it runs faster
+    assert dask_seconds(loaded, 1, 1) == pytest.approx(4.0, rel=0.02)  # the same load assumed in the replay
+    assert dask_seconds(profile_of(tasks, functions={"work": NUMPY_KERNEL}), 1, 1) == pytest.approx(4.0, rel=0.02)
+    assert dask_seconds(loaded, 2, 1) > 2.0 * 1.2  # with that load, two workers are not twice as fast
+
+
+def test_the_drivers_own_time_between_computations_is_kept():
+    first = [task("a", 1.0, 2.0, submitted=1.0)]
+    second = [task("b", 3.0, 4.0, submitted=3.0)]  # the driver worked 1 s between the two computations
+    profile = profile_of(first + second, ended=4.5, functions={"work": NUMPY_KERNEL})
+    prediction = predict(profile, Configuration(2, 1, None, 2))
+    assert prediction.completion_s == pytest.approx(4.5, rel=0.02)
+    assert prediction.driver_s == pytest.approx(2.5, rel=0.02)
+
+
+def test_a_memory_limit_below_the_data_spills_and_slows_the_job():
+    tasks = [task(f"p{i}", i * 0.1, (i + 1) * 0.1, nbytes=200_000_000) for i in range(8)]
+    tasks.append(task("sum", 0.8, 0.9, tuple(t.key for t in tasks), op="sum", nbytes=8))
+    profile = profile_of(tasks, functions={"work": NUMPY_KERNEL, "sum": NUMPY_KERNEL})
+    roomy = predict(profile, Configuration(1, 1, 16_000_000_000, 2))
+    tight = predict(profile, Configuration(1, 1, 1_000_000_000, 2))
+    assert roomy.spilled_bytes == 0 and tight.spilled_bytes > 0
+    assert tight.completion_s > roomy.completion_s + 1.0
+    assert tight.bottleneck_resource.startswith("memory")
+
+
+def test_transfers_between_workers_cost_time():
+    parts = [task(f"p{i}", 0.0, 0.1, worker=f"w{i % 2}", nbytes=100_000_000) for i in range(2)]
+    joined = task("join", 0.2, 0.3, ("p0", "p1"), op="join", worker="w0")
+    profile = profile_of(parts + [joined], workers=2, functions={"work": NUMPY_KERNEL, "join": NUMPY_KERNEL})
+    one = predict(profile, Configuration(1, 2, None, 2))
+    two = predict(profile, Configuration(2, 1, None, 2))
+    assert one.transferred_bytes == 0 and two.transferred_bytes == 100_000_000
+    assert two.completion_s > one.completion_s + 0.5  # 100 MB at Dask's default 100 MB/s
+
+
+def test_bad_configurations_and_empty_profiles_are_refused():
+    with pytest.raises(WhatIfError):
+        Configuration(0, 1, None, 2)
+    empty = replace(profile_of(independent(1, 1.0)), tasks=[])
+    with pytest.raises(WhatIfError, match="no task"):
+        predict(empty, Configuration(1, 1, None, 2))
+
+
+# ---------------------------------------------------------------------------------------------- the artefact
+
+names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+seconds = st.floats(0, 1e4, allow_nan=False)
+
+
+@st.composite
+def profiles(draw) -> DataflowProfile:
+    n = draw(st.integers(0, 6))
+    tasks = []
+    for i in range(n):
+        start = draw(seconds)
+        tasks.append(TaskRun(key=f"k{i}", operation=draw(names), deps=tuple(f"k{j}" for j in range(i) if draw(st.booleans())),
+                             priority=tuple(draw(st.lists(st.integers(-5, 5).map(float), max_size=3))),
+                             worker=draw(names), thread=draw(st.integers(0, 2**40)), start=start,
+                             stop=start + draw(seconds), compute_s=draw(seconds), transfer_s=draw(seconds),
+                             spill_s=draw(seconds), nbytes=draw(st.integers(0, 2**40)),
+                             status=draw(st.sampled_from(["memory", "erred", "unfinished"])),
+                             submitted=draw(st.none() | seconds)))
+    started = draw(seconds)
+    return DataflowProfile(
+        command=draw(st.lists(names, max_size=3)), cwd=draw(names),
+        cluster=ClusterConfig(draw(st.integers(1, 64)), draw(st.integers(1, 64)), draw(st.none() | st.integers(1, 2**40)),
+                              draw(st.integers(1, 256)), draw(names), draw(st.sampled_from(["mantispy", "external"]))),
+        started=started, ended=started + draw(seconds), returncode=draw(st.none() | st.integers(-9, 255)),
+        complete=draw(st.booleans()), tasks=tasks,
+        functions={draw(names): [FunctionRef(draw(names), draw(names), draw(names), draw(st.integers(0, 10**6)))]},
+        machine=[MachinePoint(draw(seconds), draw(seconds))], notes=draw(st.lists(names, max_size=2)),
+        worker_metrics={draw(names): draw(seconds)})
+
+
+@given(profiles())
+@settings(max_examples=60, deadline=None)
+def test_a_profile_reads_back_as_written(profile):
+    assert profile_from_json(profile.to_json()) == profile
+
+
+@given(st.data())
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_mutated_profile_is_read_or_refused_in_one_line(tmp_path, data):
+    document = json.loads(profile_of(independent(2, 1.0), functions={"work": PYTHON_CODE}).to_json())
+    document["machine"] = [{"t": 0.0, "busy_s": 1.0}]
+    read = read_mutated(document, data, tmp_path, read_profile, ProfileError)
+    assert read is None or isinstance(read, DataflowProfile)
+
+
+def test_profile_errors_name_the_field(tmp_path):
+    document = json.loads(profile_of(independent(2, 1.0)).to_json())
+    document["tasks"][1]["compute_s"] = -1
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ProfileError, match=r"tasks\[1\]\.compute_s"):
+        read_profile(path)
+
+
+# ---------------------------------------------------------------------------------------------- the CLI
+
+DELAYED_JOB = '''
+import sys
+from dask import compute, delayed
+from distributed import Client
+
+
+def parse(n):
+    return sum(i * i for i in range(n))
+
+
+def total(parts):
+    return sum(parts)
+
+
+if __name__ == "__main__":
+    with Client():
+        parts = [delayed(parse)(200_000 + i) for i in range(6)]
+        (result,) = compute(delayed(total)(parts))
+        print(result)
+    if len(sys.argv) > 1 and sys.argv[1] == "fail":
+        raise SystemExit(3)
+'''
+
+NO_CLIENT_JOB = '''
+import dask.array as da
+
+x = da.ones((400, 400), chunks=(100, 100))
+print(int((x + x.T).sum().compute()))
+'''
+
+
+def run_mantispy(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    return subprocess.run([*MANTISPY, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
+
+
+def one_line_error(proc: subprocess.CompletedProcess, code: int) -> str:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mantispy: error:")]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]
+
+
+def test_record_show_and_whatif_a_delayed_job(tmp_path):
+    (tmp_path / "job.py").write_text(DELAYED_JOB)
+    proc = run_mantispy("dataflow", "record", "--workers", "2", "--threads", "1", "-o", "job.profile.json",
+                        "--store", "store.db", "--", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(sum(sum(i * i for i in range(200_000 + k)) for k in range(6)))
+    profile = read_profile(tmp_path / "job.profile.json")
+    assert profile.complete and profile.cluster.workers == 2 and profile.cluster.started_by == "mantispy"
+    ops = {op.name: op for op in operations(profile)}
+    assert ops["parse"].tasks == 6 and ops["total"].upstream == ("parse",)
+    assert {t.worker for t in profile.tasks} == {w.address for w in profile.workers}  # both workers ran tasks
+    parse = [f for f in ops["parse"].own_functions if f.qualname == "parse"]
+    assert parse and parse[0].line == DELAYED_JOB.splitlines().index("def parse(n):") + 1
+    assert ops["parse"].cpu_share is not None and ops["parse"].cpu_share > 0.5
+    assert profile.machine and profile.series
+
+    shown = run_mantispy("dataflow", "show", "last", "--store", "store.db", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "parse" in shown.stdout and "critical path" in shown.stdout and "job.py" in shown.stdout
+    listed = run_mantispy("dataflow", "list", "--store", "store.db", cwd=tmp_path)
+    assert "complete" in listed.stdout and "job.py" in listed.stdout
+
+    whatif = run_mantispy("dataflow", "whatif", "job.profile.json", "--workers", "1", "--threads", "1", "--json",
+                          cwd=tmp_path)
+    assert whatif.returncode == 0, whatif.stderr
+    prediction = json.loads(whatif.stdout)
+    assert prediction["completion_s"] > 0 and prediction["bottleneck_operation"] == "parse"
+    text = run_mantispy("dataflow", "whatif", "1", "--store", "store.db", "--workers", "4", "--threads", "1",
+                        cwd=tmp_path)
+    assert "predicted:" in text.stdout and "bottleneck: parse" in text.stdout
+
+
+def test_a_job_without_a_client_is_recorded_too(tmp_path):
+    (tmp_path / "job.py").write_text(NO_CLIENT_JOB)
+    proc = run_mantispy("dataflow", "record", "-o", "p.json", "--store", "s.db", "--", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(2 * 400 * 400)
+    profile = read_profile(tmp_path / "p.json")
+    assert len([t for t in profile.tasks if t.ran]) >= 16
+
+
+def test_bad_input_is_one_line(tmp_path):
+    (tmp_path / "plain.py").write_text("print('no dask here')\n")
+    no_dask = run_mantispy("dataflow", "record", "--store", "s.db", "--", "plain.py", cwd=tmp_path)
+    assert "ran no Dask task" in one_line_error(no_dask, 2)
+    assert "plain.py" in run_mantispy("dataflow", "list", "--store", "s.db", cwd=tmp_path).stdout  # kept
+
+    missing = run_mantispy("dataflow", "record", "--", "nothere.py", cwd=tmp_path)
+    assert "nothere.py" in one_line_error(missing, 2)
+    unreachable = run_mantispy("dataflow", "record", "--scheduler", "tcp://127.0.0.1:9", "--", "plain.py", cwd=tmp_path)
+    assert "no Dask scheduler answered" in one_line_error(unreachable, 2)
+    (tmp_path / "junk.json").write_text("{not json")
+    junk = run_mantispy("dataflow", "show", "junk.json", cwd=tmp_path)
+    assert "junk.json" in one_line_error(junk, 2)
+    gone = run_mantispy("dataflow", "whatif", "7", "--store", "s.db", "--workers", "1", "--threads", "1", cwd=tmp_path)
+    assert "no dataflow profile 7" in one_line_error(gone, 2)
+    (tmp_path / "taken.json").write_text("mine")
+    (tmp_path / "job.py").write_text(DELAYED_JOB)
+    taken = run_mantispy("dataflow", "record", "-o", "taken.json", "--", "job.py", cwd=tmp_path)
+    assert "taken.json" in one_line_error(taken, 2) and (tmp_path / "taken.json").read_text() == "mine"
+
+
+def test_a_failing_job_keeps_its_partial_profile(tmp_path):
+    (tmp_path / "job.py").write_text(DELAYED_JOB)
+    proc = run_mantispy("dataflow", "record", "--store", "s.db", "-o", "p.json", "--", "job.py", "fail", cwd=tmp_path)
+    assert "the job failed (exit status 3)" in one_line_error(proc, 1)
+    profile = read_profile(tmp_path / "p.json")
+    assert not profile.complete and profile.returncode == 3 and profile.tasks
+    assert "incomplete" in run_mantispy("dataflow", "list", "--store", "s.db", cwd=tmp_path).stdout
+
+
+def _dask_command() -> list[str]:
+    dask = Path(sys.executable).parent / "dask"
+    if not dask.exists():
+        pytest.skip(f"no dask command beside {sys.executable}")
+    return [str(dask)]
+
+
+def test_record_on_a_scheduler_and_worker_started_with_dasks_own_commands(tmp_path):
+    dask = _dask_command()
+    scheduler_file = tmp_path / "scheduler.json"
+    env = dict(os.environ)
+    procs = [subprocess.Popen([*dask, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
+    try:
+        deadline = time.time() + 60
+        while not scheduler_file.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        procs.append(subprocess.Popen([*dask, "worker", address, "--nthreads", "2", "--no-dashboard", "--nworkers", "1"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True))
+        from distributed import Client
+
+        with Client(address, timeout=30) as client:
+            client.wait_for_workers(1, timeout=60)
+        (tmp_path / "job.py").write_text(DELAYED_JOB)
+        proc = run_mantispy("dataflow", "record", "--scheduler", address, "-o", "p.json", "--store", "s.db", "--",
+                            "job.py", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        profile = read_profile(tmp_path / "p.json")
+        assert profile.cluster.started_by == "external" and profile.cluster.address == address
+        assert profile.cluster.workers == 1 and profile.cluster.threads_per_worker == 2
+        assert {op.name for op in operations(profile)} >= {"parse", "total"}
+        with Client(address, timeout=30) as client:  # the recorder left the scheduler
+            assert "mantispy-dataflow" not in client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.plugins))
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            proc.wait(timeout=30)
+
+
+def test_the_clusters_workers_do_not_outlive_a_killed_mantispy(tmp_path):
+    import psutil
+
+    (tmp_path / "job.py").write_text("import time\nfrom distributed import Client\n"
+                                     "with Client():\n    open('started', 'w').close()\n    time.sleep(60)\n")
+    env = dict(os.environ)
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    proc = subprocess.Popen([*MANTISPY, "dataflow", "record", "--store", "s.db", "--", "job.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not (tmp_path / "started").exists() and time.time() < deadline:
+            time.sleep(0.2)
+        assert (tmp_path / "started").exists()
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) >= 3  # the job, the workers (their nannies), the watchdog
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    gone, alive = psutil.wait_procs(children, timeout=20)
+    assert not alive, [p.cmdline() for p in alive]
+
+
+def test_the_boot_folder_leaves_the_job_its_path(tmp_path):
+    (tmp_path / "job.py").write_text(textwrap.dedent('''
+        import sys
+        from distributed import Client
+        with Client() as client:
+            print(client.submit(sum, [1, 2]).result())
+        print(any("mantis-dataflow-" in p for p in sys.path))
+    '''))
+    proc = run_mantispy("dataflow", "record", "--store", "s.db", "--", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["3", "False"]
