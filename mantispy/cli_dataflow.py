@@ -162,8 +162,10 @@ def list_profiles(store_path: Path) -> None:
 @dataflow.command()
 @click.argument("profile")
 @click.option("--json", "as_json", is_flag=True, help="The operations as JSON.")
+@click.option("--html", "html_out", type=click.Path(path_type=Path), default=None,
+              help="Write the profile's page here: the operation DAG, the worker threads' Gantt chart, the sources.")
 @_store_option
-def show(profile: str, as_json: bool, store_path: Path) -> None:
+def show(profile: str, as_json: bool, html_out: Path | None, store_path: Path) -> None:
     """Show a recorded job's operations: tasks, time, parallelism, bytes, resource class, critical path, source.
 
     PROFILE is a profile JSON file, a stored profile's id, or 'last'.
@@ -171,6 +173,22 @@ def show(profile: str, as_json: bool, store_path: Path) -> None:
     from mantispy.dataflow.render_text import operations_json, render_operations
 
     loaded = _load(profile, store_path)
+    if html_out is not None:
+        from mantispy.dataflow.render_html import render
+        from mantispy.outputs import OutputError, refuse_overlap
+
+        try:
+            refuse_overlap(html_out, {"store": store_path})
+        except OutputError as exc:
+            raise UserError(str(exc)) from None
+        if html_out.exists():
+            raise UserError(f"{html_out}: exists; choose another --html (mantispy does not write over files)")
+        html_out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = html_out.with_name(html_out.name + ".tmp")
+        tmp.write_text(render(loaded), encoding="utf-8")
+        tmp.replace(html_out)
+        click.echo(f"mantispy: page written to {html_out}", err=True)
+        return
     if as_json:
         click.echo(json.dumps(operations_json(loaded), indent=1))
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -289,6 +290,21 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     text = run_mantispy("dataflow", "whatif", "1", "--store", "store.db", "--workers", "4", "--threads", "1",
                         cwd=tmp_path)
     assert "predicted:" in text.stdout and "bottleneck: parse" in text.stdout
+
+    page = run_mantispy("dataflow", "show", "job.profile.json", "--html", "job.html", cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    from tests.helpers import find_browser, run_chromium
+
+    browser = find_browser()
+    if browser is None:
+        pytest.skip("no chromium on PATH: install Debian's chromium (.ci/run does) to run the browser check")
+    dom = run_chromium(browser, (tmp_path / "job.html").as_uri() + "?operation=parse", tmp_path, "--dump-dom").stdout
+    assert 'data-rendered="ok"' in re.search(r"<html\b[^>]*>", dom).group(0)
+    assert set(re.findall(r'<g class="op[^"]*" data-operation="([^"]+)"', dom)) == set(ops)
+    assert 'class="op selected" data-operation="parse"' in dom
+    bars = re.findall(r'<rect class="bar[^"]*" data-task-op="([^"]+)"', dom)
+    assert len(bars) == len([t for t in profile.tasks if t.ran]) and bars.count("parse") == 6
+    assert "def parse(n):" in dom and "job.py:" in dom  # the operation's source, with its place
 
 
 def test_a_job_without_a_client_is_recorded_too(tmp_path):

@@ -188,7 +188,9 @@ def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: fl
     workers = [WorkerInfo(address=a, name=str(w.get("name", "")), nthreads=int(w.get("nthreads", 0)),
                           memory_limit=int(w.get("memory_limit", 0))) for a, w in (raw.get("workers") or {}).items()]
     series = [WorkerPoint(**point) for point in raw.get("series") or ()]
-    functions = {op: [FunctionRef(**entry) for entry in entries] for op, entries in (raw.get("functions") or {}).items()}
+    script = _script_path(command, cwd)
+    functions = {op: [_main_file(FunctionRef(**entry), script) for entry in entries]
+                 for op, entries in (raw.get("functions") or {}).items()}
     notes = list(raw.get("notes") or ())
     if started_by == "mantispy":
         cluster = ClusterConfig(workers=request.workers, threads_per_worker=request.threads_per_worker,
@@ -210,6 +212,22 @@ def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: fl
                            returncode=returncode, complete=complete, tasks=tasks, functions=functions,
                            workers=workers, series=series, worker_metrics=dict(raw.get("worker_metrics") or {}),
                            notes=notes)
+
+
+def _script_path(command: list[str], cwd: str) -> str:
+    """The job's script, absolute (the file its ``__main__`` functions come from)."""
+    if len(command) < 2 or command[1].startswith("-"):
+        return ""
+    path = Path(command[1])
+    return str(path if path.is_absolute() else Path(cwd) / path)
+
+
+def _main_file(ref: FunctionRef, script: str) -> FunctionRef:
+    """A function of the job's ``__main__`` reaches the scheduler pickled by value, its file name lost
+    (``<dynamic-code>``) but not its line: name the script."""
+    if ref.module == "__main__" and script and not Path(ref.file).is_file():
+        return FunctionRef(ref.module, ref.qualname, script, ref.line)
+    return ref
 
 
 def _task(key: str, node: dict[str, Any], run: dict[str, Any] | None) -> TaskRun:
