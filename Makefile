@@ -8,7 +8,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 LINT_STAMP := $(VENV)/.lint-stamp
 DEMO := demo-out
 
-.PHONY: demo test lint bench bench-quick bench-components bench-phases bench-monitor clean
+.PHONY: demo test lint bench bench-quick bench-components bench-phases bench-monitor bench-dataflow clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,11 @@ bench-phases: $(BENCH_STAMP)
 # about 10 minutes; RESULTS.md with --write).
 bench-monitor: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_monitor.py
+
+# Dataflow what-if on five Dask workloads at five cluster configurations, and the recorder's overhead
+# (about 7 minutes; RESULTS.md with --write).
+bench-dataflow: $(BENCH_STAMP)
+	$(PY) benchmarks/bench_dataflow.py
 
 clean:
 	rm -rf $(DEMO) benchmarks/work

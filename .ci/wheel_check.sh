@@ -156,4 +156,26 @@ counts = json.load(open("monitored.json"))
 if counts.get("squares.py:work:call") != 1 or counts.get("squares.py:work:loop:1") != 2000:
     sys.exit(f"wheel check: the bytecode backend counted {counts}")
 PY
+step "mantispy dataflow (without Dask: one line; with the cluster extra: the plugin, the boot folder and the page's assets come from the wheel)"
+cat > daskjob.py <<'JOB'
+import dask.array as da
+
+x = da.ones((300, 300), chunks=(100, 100))
+print(int((x + 1).sum().compute()))
+JOB
+set +e
+missing=$(mantispy dataflow record --store flow.db -- daskjob.py 2>&1)
+code=$?
+set -e
+if [ "$code" != 2 ] || ! grep -q "needs Dask" <<<"$missing"; then
+    echo "wheel check: without Dask, mantispy dataflow record said (exit $code): $missing" >&2; exit 1
+fi
+"$tmp/venv/bin/python" -m pip install -q "$wheel[cluster]"
+[ "$(mantispy dataflow record --store flow.db -o flow.json -- daskjob.py)" = 180000 ] \
+    || { echo "wheel check: the recorded Dask job printed the wrong sum" >&2; exit 1; }
+mantispy dataflow show flow.json --html flow.html
+grep -q "dataflow-data" flow.html && grep -q "drawGantt" flow.html \
+    || { echo "wheel check: the dataflow page lacks its data or its script" >&2; exit 1; }
+mantispy dataflow whatif last --store flow.db --workers 1 --threads 1 | grep -q "predicted:" \
+    || { echo "wheel check: mantispy dataflow whatif predicted nothing" >&2; exit 1; }
 echo "wheel check: ok"

@@ -3,15 +3,19 @@
 Each task's recorded time becomes CPU work and other (IO) time, by its operation's measured class: a
 CPU-bound operation (thread CPU at least 60 % of its tasks' time, by the workers' own accounting) is all
 CPU work, its other time being the contention it met; for the others the thread-CPU share is CPU work
-and the rest IO. The recording's own contention (its tasks and the machine's other load) is taken out. The replay is an event simulation close
-to Dask's scheduler, work stealing aside: root tasks go to the first free thread in priority order; a task
-whose inputs exist goes to the worker where it would start soonest counting the transfer of its missing
-inputs; every worker runs its queue in priority order. CPU work (with the (de)serialising of inputs moved
-between workers) shares the machine's cores with the rest of the machine's recorded load (processor
-sharing), and Python code that holds the GIL shares one core per worker process; results held past 60 %
-of a worker's memory limit spill to disk and are read back. The driver's own time between computations
-is kept as recorded. Paper: Tian et al. §2.4 (computing devices rescheduled, memory as a reversed
-roofline, IO linear in bandwidth).
+and the rest IO. The recording's own contention (its tasks and the machine's other load) is taken out.
+
+The replay is an event simulation close to Dask's scheduler, work stealing aside: root tasks go to the
+first free thread in priority order; a task whose inputs exist goes to the worker where it would start
+soonest counting the transfer of its missing inputs; every worker runs its queue in priority order. CPU
+work (with the (de)serialising of inputs moved between workers, and the worker's own per-task Python)
+shares the machine's cores with the rest of the machine's recorded load (processor sharing), and Python
+that holds the GIL shares one core per worker process; results held past 60 % of a worker's memory
+limit spill to disk and are read back. The driver's own time between computations is kept as recorded.
+Last, every replay is scaled by the factor that makes the replay of the recorded configuration take the
+recording's own Dask time (what the simulation misses of this job's placement and transfers).
+Paper: Tian et al. §2.4 (computing devices rescheduled, memory as a reversed roofline, IO linear in
+bandwidth).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ DEFAULT_BANDWIDTH = 100e6
 DEFAULT_DISK_BANDWIDTH = 300e6
 """Bytes per second of spilling (serialising and writing, reading back) when none was recorded."""
 TRANSFER_LATENCY_S = 0.002
+MAX_CALIBRATION = 2.0
+"""The replay is scaled to reproduce the recording, by at most this factor either way."""
 GIL_FREE_MODULES = ("numpy", "pandas", "pyarrow", "scipy", "numexpr", "sklearn", "zlib", "lz4", "bz2", "lzma",
                     "hashlib", "_hashlib", "zstandard", "snappy", "blosc", "cupy", "numba", "dask.array",
                     "dask.dataframe", "distributed.shuffle")
@@ -74,6 +80,7 @@ class Prediction:
     transferred_bytes: int
     spilled_bytes: int
     cpu_saturation: float  # mean CPU demand over the cores while tasks ran
+    calibration: float  # the recording's Dask time over the replay's of the recorded configuration
     assumptions: list[str] = field(default_factory=list)
 
 
@@ -118,21 +125,33 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     baseline = _worker_baseline(profile)
     if not profile.machine:
         assumptions.append("no machine CPU series in the profile: the scheduler's and the job's own CPU use is ignored")
-    sim = _Simulation(tasks, config, overhead, bandwidth, disk_bw, baseline, background)
     batches = _batches(profile, ran)
-    finish = sim.run(batches)
-    last_recorded = max(t.stop for t in ran)
     first_submit = batches[0].offset
+
+    def replay(target: Configuration) -> tuple[_Simulation, float]:
+        sim = _Simulation(tasks, target, overhead, bandwidth, disk_bw, baseline, background)
+        return sim, sim.run(batches) - first_submit
+
+    last_recorded = max(t.stop for t in ran)
+    recorded_dask = last_recorded - profile.started - first_submit
+    r = profile.cluster
+    _, own = replay(Configuration(r.workers, r.threads_per_worker, r.memory_limit, r.cores))
+    calibration = min(MAX_CALIBRATION, max(1 / MAX_CALIBRATION, recorded_dask / own)) if own > 0 else 1.0
+    if abs(calibration - 1.0) > 0.02:
+        assumptions.append(f"the replay of the recorded configuration gives {own:.2f} s of Dask time where the recording "
+                           f"took {recorded_dask:.2f} s: every replay is scaled by {calibration:.3f}")
+    sim, dask_s = replay(config)
+    dask_s *= calibration
     tail = max(0.0, profile.ended - last_recorded)
-    completion = finish + tail
+    completion = first_submit + dask_s + tail
     driver = first_submit + tail + sum(b.gap for b in batches[1:] if b.waits)
     busy = dict(sorted(sim.busy.items(), key=lambda kv: -kv[1]))
     bottleneck = next(iter(busy), "")
-    return Prediction(config=config, completion_s=completion, dask_s=finish - first_submit, driver_s=driver,
+    return Prediction(config=config, completion_s=completion, dask_s=dask_s, driver_s=driver,
                       bottleneck_operation=bottleneck,
                       bottleneck_resource=sim.resource_of(bottleneck, profile), operation_busy_s=busy,
                       transferred_bytes=sim.transferred, spilled_bytes=sim.spilled,
-                      cpu_saturation=sim.mean_saturation(), assumptions=assumptions)
+                      cpu_saturation=sim.mean_saturation(), calibration=calibration, assumptions=assumptions)
 
 
 def background_demand(profile: DataflowProfile) -> float:
@@ -436,8 +455,8 @@ class _Simulation:
         task = self.tasks[key]
         extra = self.debt[worker]
         self.debt[worker] = 0.0
-        self.extra_io[key] = extra + self.overhead
-        self.extra_cpu[key] = self.transfer_cpu.pop(key, 0.0)
+        self.extra_io[key] = extra
+        self.extra_cpu[key] = self.transfer_cpu.pop(key, 0.0) + self.overhead  # the worker's Python, holding the GIL
         self.threads_busy[worker] += 1
         self.running[key] = (worker, task.cpu + task.io + extra + self.overhead + self.extra_cpu[key])
         self.started_at[key] = now
