@@ -131,6 +131,35 @@ def _tabulate_again(args) -> None:
                       machine_fingerprint(), lines)
 
 
+def _classifier_lines(recordings) -> list[str]:
+    """The resource classifier: held-out accuracy on its corpus, agreement with the measured classes."""
+    from collections import Counter
+
+    from mantispy.dataflow.classify import classify_operation, held_out_accuracy, load_corpus
+    from mantispy.dataflow.operations import operations
+
+    corpus = load_corpus()
+    accuracy = held_out_accuracy(corpus)
+    counts = Counter(e.label for e in corpus)
+    agree = total = 0
+    rows = []
+    for name, profile in recordings.items():
+        for op in operations(profile):
+            found = classify_operation(op.functions)
+            if found is None:
+                continue
+            total += 1
+            agree += found[0] == op.measured_class
+            if found[0] != op.measured_class:
+                rows.append(f"{name}:{op.name} (measured {op.measured_class}, code {found[0]})")
+    return [f"Resource classifier (`mantispy/dataflow/classify.py`): corpus of {len(corpus)} functions measured on this "
+            f"machine ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); accuracy on held-out functions "
+            f"{accuracy['stratified'] * 100:.1f} % (stratified 5-fold), {accuracy['by_package'] * 100:.1f} % with whole "
+            f"packages held out (goal >= 90 %). Agreement with the class measured in the five profiles: {agree} of {total} "
+            f"operations whose code could be read ({agree / max(total, 1) * 100:.0f} %); differing: "
+            + ("; ".join(rows) if rows else "none") + "."]
+
+
 def _spread(values: list[float]) -> float:
     mid = statistics.median(values)
     return statistics.median(abs(v - mid) / mid for v in values) if len(values) > 1 else 0.0
@@ -171,6 +200,7 @@ def _tables(jobs, walls, recordings, args) -> list[str]:
         overheads.append(recorded / plain - 1)
         lines.append(f"| {name} | {statistics.fmean(per_job[name]) * 100:.1f} % | {overheads[-1] * 100:+.1f} % "
                      f"({len(walls[(name, RECORDED, True)])} vs {len(walls[(name, RECORDED, False)])} runs) |")
+    lines += ["", *_classifier_lines(recordings)]
     lines += ["", f"Mean completion-time error over all workloads and configurations: {statistics.fmean(errors) * 100:.1f} % "
               f"(goal <= 8 %; median noise floor {statistics.median(noise) * 100:.1f} %). Median recorder overhead: "
               f"{statistics.median(overheads) * 100:+.1f} % (goal <= 2 %)."]

@@ -48,11 +48,22 @@ def render_operations(profile: DataflowProfile) -> str:
         lines.append(f"  note: {note}")
     lines.append("")
     header = f"{'operation':<44} {'tasks':>6} {'task s':>8} {'span s':>7} {'par':>5} {'in':>9} {'out':>9} {'cpu':>5} " \
-             f"{'class':<8} {'crit s':>7}  source"
+             f"{'class':<8} {'code':<8} {'crit s':>7}  source"
     lines.append(header)
     for op in ops:
         lines.append(_operation_line(op))
+    lines.append("")
+    lines.append("class: the resource measured (cpu: thread CPU >= 60 % of task time; memory: spilling; network: "
+                 "transfers; disk: waiting); code: the class read off the operation's code (classify.py)")
     return "\n".join(lines) + "\n"
+
+
+def code_class(op: Operation) -> str:
+    """The class the resource classifier reads off the operation's functions, or '-'."""
+    from .classify import classify_operation
+
+    found = classify_operation(op.functions)
+    return found[0] if found else "-"
 
 
 def _operation_line(op: Operation) -> str:
@@ -61,7 +72,8 @@ def _operation_line(op: Operation) -> str:
                        for f in op.own_functions[:2])
     name = op.name if len(op.name) <= 44 else op.name[:41] + "..."
     return (f"{name:<44} {op.tasks:>6} {op.compute_s:>8.3f} {op.span_s:>7.3f} {op.parallelism:>5.2f} "
-            f"{_size(op.bytes_in):>9} {_size(op.bytes_out):>9} {cpu:>5} {op.measured_class:<8} {op.critical_s:>7.3f}  {source}")
+            f"{_size(op.bytes_in):>9} {_size(op.bytes_out):>9} {cpu:>5} {op.measured_class:<8} {code_class(op):<8} "
+            f"{op.critical_s:>7.3f}  {source}")
 
 
 def operations_json(profile: DataflowProfile) -> dict[str, Any]:
@@ -69,7 +81,8 @@ def operations_json(profile: DataflowProfile) -> dict[str, Any]:
     ops = []
     for op in operations(profile):
         body = asdict(op)
-        body.update(span_s=op.span_s, parallelism=op.parallelism, measured_class=op.measured_class)
+        body.update(span_s=op.span_s, parallelism=op.parallelism, measured_class=op.measured_class,
+                    code_class=code_class(op))
         ops.append(body)
     return {"command": profile.command, "complete": profile.complete, "wall_s": profile.wall_s,
             "cluster": asdict(profile.cluster), "operations": ops,

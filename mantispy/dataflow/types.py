@@ -222,7 +222,7 @@ def profile_from_json(text: str) -> DataflowProfile:
         machine.append(MachinePoint(t=m.number("t"), busy_s=m.number("busy_s", low=0.0)))
     metrics = root.obj("worker_metrics")
     worker_metrics = {str(k): metrics.number(k) for k in metrics.body}
-    returncode = root.opt_integer("returncode")
+    returncode = root.opt_integer("returncode", low=None)  # negative: killed by that signal
     started, ended = root.number("started"), root.number("ended")
     if ended < started:
         raise ProfileError("field ended: before started")
@@ -264,8 +264,8 @@ class _Fields:
             _bad(f"{self.where}.{name}", "an integer" + (f" >= {low}" if low is not None else ""))
         return value
 
-    def opt_integer(self, name: str) -> int | None:
-        return None if self.body.get(name) is None else self.integer(name, low=0)
+    def opt_integer(self, name: str, low: int | None = 0) -> int | None:
+        return None if self.body.get(name) is None else self.integer(name, low=low)
 
     def number(self, name: str, low: float | None = None) -> float:
         value = self._get(name)
