@@ -42,6 +42,18 @@ def _bytes(value: str | None, option: str) -> int | None:
     return int(parsed)
 
 
+def _refuse_taken(path: Path, store_path: Path, option: str) -> None:
+    """An output file must be new and must not be the store."""
+    from mantispy.outputs import OutputError, refuse_overlap
+
+    try:
+        refuse_overlap(path, {"store": store_path})
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
+    if path.exists():
+        raise UserError(f"{path}: exists; choose another {option} (mantispy does not write over files)")
+
+
 def _load(profile: str, store_path: Path):
     """A profile from a JSON file, or from the store by id or 'last'."""
     from mantispy.dataflow.store import DataflowStore, DataflowStoreError
@@ -97,14 +109,7 @@ def record(scheduler: str | None, workers: int, threads: int, memory_limit: str 
     if not script.is_file():
         raise UserError(f"{script}: no such script; give the Dask job's Python file after --")
     if out is not None:
-        from mantispy.outputs import OutputError, refuse_overlap
-
-        try:
-            refuse_overlap(out, {"store": store_path})
-        except OutputError as exc:
-            raise UserError(str(exc)) from None
-        if out.exists():
-            raise UserError(f"{out}: exists; choose another -o (mantispy does not write over files)")
+        _refuse_taken(out, store_path, "-o")
     if scheduler is not None and not scheduler.startswith(("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")):
         raise UserError(f"--scheduler {scheduler}: not a scheduler address; write it as tcp://HOST:PORT")
     request = ClusterRequest(workers, threads, _bytes(memory_limit, "--memory-limit"))
@@ -175,14 +180,8 @@ def show(profile: str, as_json: bool, html_out: Path | None, store_path: Path) -
     loaded = _load(profile, store_path)
     if html_out is not None:
         from mantispy.dataflow.render_html import render
-        from mantispy.outputs import OutputError, refuse_overlap
 
-        try:
-            refuse_overlap(html_out, {"store": store_path})
-        except OutputError as exc:
-            raise UserError(str(exc)) from None
-        if html_out.exists():
-            raise UserError(f"{html_out}: exists; choose another --html (mantispy does not write over files)")
+        _refuse_taken(html_out, store_path, "--html")
         html_out.parent.mkdir(parents=True, exist_ok=True)
         tmp = html_out.with_name(html_out.name + ".tmp")
         tmp.write_text(render(loaded), encoding="utf-8")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mantispy.core.watchdog import WATCHDOG
+from mantispy.core.watchdog import WATCHDOG, run_watched
 from mantispy.measurement import MachineSnapshot
 
 from .plugin import PLUGIN_NAME, DataflowRecorder, snapshot
@@ -164,16 +164,7 @@ def _run_job(argv: Sequence[str], address: str, cwd: Path | None, quiet: bool) -
         env["DASK_SCHEDULER_ADDRESS"] = address
         env["PYTHONPATH"] = os.pathsep.join([str(boot)] + [p for p in [env.get("PYTHONPATH", "")] if p])
         out = subprocess.DEVNULL if quiet else None
-        with subprocess.Popen(list(argv), env=env, cwd=cwd, stdout=out) as proc:
-            WATCHDOG.watch_process(proc.pid)
-            try:
-                return proc.wait()
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
-            finally:
-                WATCHDOG.forget_process(proc.pid)
+        return run_watched(list(argv), env=env, cwd=cwd, stdout=out).returncode
 
 
 def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: float, ended: float,
