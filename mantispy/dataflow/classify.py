@@ -53,8 +53,11 @@ def load_corpus(path: Path = CORPUS) -> list[CorpusEntry]:
         raise CorpusError(f"{path}: cannot be read ({exc})") from None
     if not isinstance(body, dict) or body.get("format") != "mantispy-resource-corpus":
         raise CorpusError(f"{path}: not a resource corpus (field format)")
+    functions = body.get("functions")
+    if not isinstance(functions, list):
+        raise CorpusError(f"{path}: field functions: expected a list")
     entries = []
-    for i, item in enumerate(body.get("functions") or []):
+    for i, item in enumerate(functions):
         where = f"{path}: functions[{i}]"
         if not isinstance(item, dict) or item.get("label") not in CLASSES or not isinstance(item.get("function"), str):
             raise CorpusError(f"{where}: needs a function name and a label among {', '.join(CLASSES)}")

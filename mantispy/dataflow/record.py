@@ -1,7 +1,7 @@
 """Record a Dask job: start (or reach) a scheduler, watch it with the recorder plugin, run the job unchanged.
 
 The job is the user's script, run by the same Python (or ``--python``) with ``DASK_SCHEDULER_ADDRESS`` set
-and a boot folder first on its path (``runtime/dataflow_boot``): its own ``Client()`` connects to the
+and a boot folder first on its path (``mantispy/dataflow/boot``): its own ``Client()`` connects to the
 watched scheduler, and a job without a client is sent there too. The cluster's worker processes are
 registered with mantispy's watchdog, so they never outlive it. A job that fails halfway still gives its
 profile, marked incomplete.
@@ -154,7 +154,7 @@ def _register(client: Any, interval: float, address: str) -> None:
 
 
 def _run_job(argv: Sequence[str], address: str, cwd: Path | None, quiet: bool) -> int:
-    from mantispy.runtime import dataflow_boot
+    from mantispy.dataflow import boot as dataflow_boot
 
     with tempfile.TemporaryDirectory(prefix="mantis-dataflow-") as scratch:
         boot = Path(scratch) / "boot"

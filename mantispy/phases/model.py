@@ -35,7 +35,7 @@ import math
 import random
 import statistics
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -310,7 +310,10 @@ def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, prog
         train = [run for run in runs if run.input_id not in held]
         test = [run for run in runs if run.input_id in held]
         log(f"held-out evaluation: fitting on {len(train)} run(s), testing on {len(test)}")
-        trained_phases, trained_whole = _fit_all(train, labels, options, with_features)
+        # the training share keeps the final fit's rule in proportion: a phase seen in min_runs of all the
+        # runs is seen in fewer of the training ones, and would otherwise go unevaluated (CI saw that)
+        share = replace(options, min_runs=max(3, math.ceil(options.min_runs * len(train) / len(runs))))
+        trained_phases, trained_whole = _fit_all(train, labels, share, with_features)
         evaluation = _evaluate(test, trained_phases, trained_whole, predict)
     log(f"fitting {len(labels)} phase(s) on {len(runs)} run(s)")
     phases, whole = _fit_all(runs, labels, options, with_features)

@@ -4,7 +4,7 @@ A job that makes its own ``Client()`` reaches that scheduler through Dask's own 
 which the recorder sets. A job that never makes a client would run on Dask's local threads, out of the
 recorder's sight; so, once the job imports ``dask``, this makes the watched scheduler its default (a client
 connects on the first compute). A client the job makes itself still takes over, as it would.
-Standard library only here; ``dask`` and ``distributed`` are the job's own.
+Only the standard library at start; ``dask`` and ``distributed`` are the job's own, imported once it uses them.
 """
 
 import importlib.abc
