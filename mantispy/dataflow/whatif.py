@@ -149,7 +149,7 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     bottleneck = next(iter(busy), "")
     return Prediction(config=config, completion_s=completion, dask_s=dask_s, driver_s=driver,
                       bottleneck_operation=bottleneck,
-                      bottleneck_resource=sim.resource_of(bottleneck, profile), operation_busy_s=busy,
+                      bottleneck_resource=sim.resource_of(bottleneck), operation_busy_s=busy,
                       transferred_bytes=sim.transferred, spilled_bytes=sim.spilled,
                       cpu_saturation=sim.mean_saturation(), calibration=calibration, assumptions=assumptions)
 
@@ -525,7 +525,7 @@ class _Simulation:
     def mean_saturation(self) -> float:
         return self.saturation_time / self.active_time if self.active_time > 0 else 0.0
 
-    def resource_of(self, operation: str, profile: DataflowProfile) -> str:
+    def resource_of(self, operation: str) -> str:
         if not operation:
             return ""
         keys = [k for k, t in self.tasks.items() if t.operation == operation]
