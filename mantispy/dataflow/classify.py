@@ -1,7 +1,7 @@
 """Resource classes from code: which resource a function's work is bound by, read off its source.
 
-A scikit-learn pipeline (the code features of :mod:`code_features` -> ``DictVectorizer`` -> ``MaxAbsScaler``
--> multinomial logistic regression) trained on the shipped corpus (``corpus.json``): real functions of
+A scikit-learn pipeline (the code features of :mod:`code_features`, log-scaled -> ``DictVectorizer`` ->
+complement naive Bayes) trained on the shipped corpus (``corpus.json``): real functions of
 the standard library and of PyPI packages, each labelled cpu, memory, disk or network by measuring it
 on the machine that built the corpus (``benchmarks/dataflow/label_corpus.py``). An operation of a Dask
 job is classified from the functions its tasks run. The corpus holds the features, so training needs
@@ -78,19 +78,20 @@ def _numbers(value: Any) -> bool:
 
 
 class ResourceClassifier:
-    """Code features -> resource class (scikit-learn's estimator contract: fit, predict, predict_proba)."""
+    """Code features -> resource class (scikit-learn's estimator contract: fit, predict, predict_proba).
 
-    def __init__(self, C: float = 4.0) -> None:  # noqa: N803 - scikit-learn's name
-        self.C = C
+    Complement naive Bayes over the log-scaled feature counts: a text classifier's model, as the features
+    are mostly words (names called, modules, docstring words)."""
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        self.alpha = alpha
 
     def _pipeline(self) -> Any:
         from sklearn.feature_extraction import DictVectorizer
-        from sklearn.linear_model import LogisticRegression
+        from sklearn.naive_bayes import ComplementNB
         from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import MaxAbsScaler
 
-        return make_pipeline(DictVectorizer(), MaxAbsScaler(),
-                             LogisticRegression(C=self.C, max_iter=5000, class_weight="balanced"))
+        return make_pipeline(DictVectorizer(), ComplementNB(alpha=self.alpha))
 
     def fit(self, X: list[dict[str, float]], y: list[str]) -> ResourceClassifier:  # noqa: N803
         """Fit on feature dicts and labels."""

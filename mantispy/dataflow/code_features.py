@@ -2,7 +2,7 @@
 
 From the function's source (found by file and first line): the names it calls and the attributes it
 reads, the modules its names come from (through the file's imports), the kinds of statement and
-expression it is made of, and its deepest loop nesting; then the same, with less weight, for the
+expression it is made of, its deepest loop nesting and the words of its docstring; then the same, with less weight, for the
 functions it calls, transitively to ``FOLLOW_DEPTH``: functions of the same file called by name, and
 functions of other modules called through the file's imports (``from m import f; f()``, ``import m;
 m.f()``), found on ``sys.path`` without importing anything (a name-based call graph). Returned as a sparse dict of
@@ -13,6 +13,7 @@ labelled corpus stores and the classifier's vectoriser reads.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
@@ -160,6 +161,8 @@ def _collect(fn: ast.AST, imports: dict[str, str], functions: dict[str, ast.AST]
         elif isinstance(node, ast.Name) and node.id in imports:
             out[f"mod:{imports[node.id].split(':')[0].split('.')[0]}"] += weight
     out["loop_depth"] = max(out.get("loop_depth", 0.0), float(_loop_depth(fn)))
+    for word in _doc_words(fn):
+        out[f"doc:{word}"] += weight
     if depth + 1 >= FOLLOW_DEPTH:
         return
     for name, owner in callees:
@@ -204,6 +207,20 @@ def _function_in(module: str, name: str) -> tuple[ast.AST, str] | None:
             return inner[2][inner_name], inner_path or ""
         return None
     return (node, path) if node is not None else None
+
+
+_WORD = re.compile(r"[a-z]{3,}")
+_STOP = frozenset("the and for with this that from are not but use used when then than into its has have will can "
+                  "which their there these those returns return returned default given object objects value values "
+                  "type none true false also each other only may must should see more such any all one two".split())
+
+
+def _doc_words(fn: ast.AST) -> set[str]:
+    """The words of a function's docstring (its documentation, which the paper embeds beside its code)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    doc = ast.get_docstring(fn) or ""
+    return {w for w in _WORD.findall(doc.lower()[:2000]) if w not in _STOP}
 
 
 def _called_name(func: ast.AST) -> str:
