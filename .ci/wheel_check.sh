@@ -173,6 +173,8 @@ fi
 "$tmp/venv/bin/python" -m pip install -q "$wheel[cluster]"
 [ "$(mantispy dataflow record --store flow.db -o flow.json -- daskjob.py)" = 180000 ] \
     || { echo "wheel check: the recorded Dask job printed the wrong sum" >&2; exit 1; }
+mantispy dataflow show flow.json | grep -q "code" \
+    || { echo "wheel check: mantispy dataflow show printed no operations (is the classifier's corpus in the wheel?)" >&2; exit 1; }
 mantispy dataflow show flow.json --html flow.html
 grep -q "dataflow-data" flow.html && grep -q "drawGantt" flow.html \
     || { echo "wheel check: the dataflow page lacks its data or its script" >&2; exit 1; }
