@@ -47,10 +47,22 @@ from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, SpecError, load_spec
 from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
-from mantispy.modeling.fitting import FitRequest, fit_campaign, measured_metric, resolve_metric, split_inputs, split_problem
+from mantispy.content.types import ContentTable
+from mantispy.content.stage import chosen_columns, describe as describe_content
+from mantispy.content.stage import cost as content_cost
+from mantispy.modeling.fitting import (
+    FitRequest,
+    fit_campaign,
+    measured_metric,
+    resolve_metric,
+    split_inputs,
+    split_problem,
+    with_extra_features,
+)
 from mantispy.modeling.spore import ModelingError
 from mantispy.outputs import OutputError, check_folder, is_predictor, refuse_overlap
 from mantispy.profiler import environment_fingerprint, profile
+from mantispy.runtime.content import CONTENT_PREFIX
 from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
 from mantispy.slicer.warm_client import WarmEvaluator
 from mantispy.store import RunStore, StoreError
@@ -85,6 +97,7 @@ class BuildOptions:
     repeats: int | None = None  # uninstrumented runs per input (default: the spec's original_repeats)
     inputs: bool = True  # the input descriptors (argv numbers, file sizes) are candidate features too
     solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet"
+    content: bool = True  # content features: matches of the program's own regexes in the input files
 
 
 # ====================================================================== evaluator verdicts
@@ -133,6 +146,8 @@ class CostMeter:
         except (OSError, ValueError, TypeError, KeyError):
             pass
         self.idle_s = idle_interpreter_seconds(spec.workdir)
+        self.content_costs: dict[str, tuple[float | None, float | None]] = {}
+        """Content feature id -> (median CPU seconds, median fraction of the run) on the training inputs."""
 
     def verdict(self, feature: str) -> Verdict:
         """The (cached) verdict of one feature. An input descriptor (``input:...``, a number on the
@@ -140,11 +155,22 @@ class CostMeter:
         if feature.startswith(INPUT_PREFIX):
             return self.verdicts.setdefault(feature, Verdict(feature, "cheap", 0.0, 0.0,
                                                              "read from the input's arguments and file sizes"))
+        if feature.startswith(CONTENT_PREFIX):  # chosen within the budget by the content stage
+            self.verdicts[feature] = self.content_verdict(feature)
+            return self.verdicts[feature]
         found = self.verdicts.get(feature)
         if found is None:
             found = self.verdicts[feature] = self._measure(feature)
             self._save()
         return found
+
+    def content_verdict(self, feature: str) -> Verdict:
+        """A content feature's verdict: its measured cost (the content stage offers only cheap ones)."""
+        cost_s, fraction = self.content_costs.get(feature, (None, None))
+        if fraction is None or fraction > self.max_cost:
+            return Verdict(feature, "too expensive", cost_s, fraction, "content feature not measured within the budget")
+        return Verdict(feature, "cheap", cost_s, fraction,
+                       "regex matches in the input files, counted by the predictor (CPU time measured in the build)")
 
     def _estimate(self, result) -> float | None:
         """The share of the program's loop iterations and calls (on the median cost input) that happen
@@ -397,6 +423,8 @@ class Builder:
         self.work.mkdir(parents=True, exist_ok=True)
         self.metrics = tuple(resolve_metric(m) for m in options.metrics)
         self.rounds: list[dict[str, Any]] = []
+        self.content: ContentTable | None = None
+        self.content_columns: dict[str, dict[str, float]] = {}
 
     # -------------------------------------------------------------- stages
     def run(self) -> BuildRecord:
@@ -408,7 +436,7 @@ class Builder:
         return record
 
     def _run(self) -> BuildRecord:
-        from mantispy.predictor import validate, write_package
+        from mantispy.predictor import content_specs, validate, write_package
         from mantispy.slicer.evaluators import SliceSession, TooDeepError
 
         out = Path(self.options.out)
@@ -420,6 +448,9 @@ class Builder:
                 raise BuildError(f"{self.options.spec}: no input ran successfully both instrumented and not; "
                                  "see mantispy runs --store " + str(store.path))
             train_ids, test_ids = split_inputs(frame["input_id"].tolist(), self.options.train_fraction, self.options.seed)
+            self.content = self.content_stage(campaign, frame, train_ids) if self.options.content else None
+            self.content_columns = chosen_columns(self.content) if self.content is not None else {}
+            frame = with_extra_features(frame, self.content_columns)
             observed = self.observe_calls(store, train_ids) if self.options.observed_calls else None
             self.log("analysing the program (call graph, system dependence graph, summary edges)"
                      + (" with the calls observed on training inputs" if observed else ""))
@@ -434,6 +465,9 @@ class Builder:
             meter = CostMeter(session, self.spec, cost_inputs, self.options.max_cost,
                               median_wall, self.work, campaign.source_hash, int(self.spec.instrument.get("k", 5)),
                               self.log, check_inputs=self.training_inputs(frame, train_ids, {i["id"] for i in cost_inputs}))
+            if self.content is not None:
+                walls = {i: float(train[train["input_id"] == i]["metric:wall_s"].median()) for i in train_ids}
+                meter.content_costs = {f: content_cost(self.content, f, walls) for f in self.content.chosen}
             self.log(f"evaluator budget: {self.options.max_cost:.1%} of the median run time {median_wall:.3f} s "
                      f"= {meter.budget_s * 1000:.1f} ms per feature")
             self.unusable_inputs = self.descriptor_mismatches(frame)
@@ -448,7 +482,8 @@ class Builder:
             record = self.record(campaign, frame, models, meter)
             record.ceiling = {metric: self.ceiling(store, campaign, metric) for metric in self.metrics}
             validate(self, session, models, frame, test_ids, record, out)
-            write_package(self.work / "package", out, record, models)
+            write_package(self.work / "package", out, record, models,
+                          content_specs(self, sorted({f for m in models.values() for f in m["scaling"]})))
             return record
         finally:
             store.close()
@@ -482,6 +517,19 @@ class Builder:
         campaign = store.campaign(self.spec.name)
         assert campaign is not None
         return campaign
+
+    def content_stage(self, campaign, frame, train_ids: list[str]):
+        """The content features (:mod:`mantispy.content`): the program's regexes counted in the input files."""
+        from mantispy.content.stage import content_table
+
+        rows = frame[frame["input_id"].isin(train_ids)].groupby("input_id")
+        columns = [c for c in ("metric:wall_s", "metric:cpu_s", "metric:max_rss_kb") if c in frame.columns]
+        train = {iid: {c.removeprefix("metric:"): float(v) for c, v in row.items()}
+                 for iid, row in rows[columns].median().iterrows()}
+        ran = set(frame["input_id"])
+        spec = dataclasses.replace(self.spec, inputs=[r for r in self.spec.inputs if r.id in ran])
+        return content_table(spec, self.work, campaign.source_hash, train, self.options.max_cost,
+                             jobs=self.options.jobs, log=self.log)
 
     def observe_calls(self, store: RunStore, train_ids: list[str]) -> Path | None:
         """Record which callee each call site reaches, on up to 10 training inputs (untimed runs of the
@@ -646,11 +694,17 @@ class Builder:
         request = FitRequest(metric=metric, degree=self.options.degree, train_fraction=self.options.train_fraction,
                              method=self.options.method, seed=self.options.seed, exclude=tuple(sorted(excluded)),
                              sensitivity=sensitivity, metrics_from="original", constant_fallback=True,
-                             form=self.options.form, inputs=self.options.inputs, solver=self.options.solver, unusable_inputs=tuple(getattr(self, "unusable_inputs", ())))
+                             form=self.options.form, inputs=self.options.inputs, solver=self.options.solver,
+                             unusable_inputs=tuple(getattr(self, "unusable_inputs", ())),
+                             extra_features=self.content_columns)
         try:
-            return fit_campaign(store, campaign.name, request)
+            model = fit_campaign(store, campaign.name, request)
         except ModelingError as exc:
             raise BuildError(f"{metric}: {exc}") from None
+        for fid in model["scaling"]:
+            if fid.startswith(CONTENT_PREFIX) and self.content is not None:
+                model.setdefault("features", {})[fid] = describe_content(self.content, fid)
+        return model
 
     # -------------------------------------------------------------- the record
     def record(self, campaign, frame, models: dict[str, dict[str, Any]], meter: CostMeter) -> BuildRecord:

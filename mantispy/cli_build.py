@@ -40,6 +40,8 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
               help="Uninstrumented runs per input, whose median is modelled (default: the spec's original_repeats, 3).")
 @click.option("--no-input-features", "no_inputs", is_flag=True,
               help="Models use program features only, not the numbers on the command line and input file sizes.")
+@click.option("--no-content-features", "no_content", is_flag=True,
+              help="Models do not use content features (matches of the program's own regexes in the input files).")
 @click.option("--solver", type=click.Choice(["sklearn", "glmnet"]), default="sklearn", show_default=True,
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
 @click.option("--frontier", default=None, metavar="B1,B2,...",
@@ -49,7 +51,8 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
           validate_inputs: int | None, static_only: bool, force: bool, form: str, repeats: int | None,
-          no_inputs: bool, solver: str, frontier: str | None, quiet: bool = False, verbose: bool = False) -> None:
+          no_inputs: bool, no_content: bool, solver: str, frontier: str | None, quiet: bool = False,
+          verbose: bool = False) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildOptions
     from mantispy.build import build as run_build
@@ -60,7 +63,7 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
                            observed_calls=not static_only, form=form, repeats=repeats,
-                           inputs=not no_inputs, solver=solver)
+                           inputs=not no_inputs, content=not no_content, solver=solver)
     log = progress_log(quiet, verbose)
     if frontier is not None:
         _build_frontier(options, frontier, log)

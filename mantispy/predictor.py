@@ -31,7 +31,8 @@ from mantispy.errors import BuildError
 from mantispy.modeling import artefact, selection
 from mantispy.modeling.fitting import measured_metric
 from mantispy.package_kit import PackageConstants, write_package_kit
-from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
+from mantispy.runtime.content import CONTENT_PREFIX, content_values
+from mantispy.runtime.descriptors import INPUT_PREFIX, argv_files, describe_input, prefixed_numbers
 
 MODELS_FORMAT = "mantispy-predictor-models"
 MODELS_VERSION = 1
@@ -60,7 +61,9 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     used = sorted({f for m in models.values() for f in m["scaling"]})
-    selected = [f for f in used if not f.startswith(INPUT_PREFIX)]  # the evaluator's; descriptors are read
+    # the evaluator's; descriptors are read and content features counted by the predictor itself
+    selected = [f for f in used if not f.startswith((INPUT_PREFIX, CONTENT_PREFIX))]
+    content = content_specs(builder, used)
     input_check = None
     if not selected:  # no model needs the program: an evaluator still checks that the program accepts the input
         input_check = input_check_feature(record)
@@ -115,7 +118,14 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
             values, seconds = {}, 0.0
         values = {**values, **prefixed_numbers(describe_input(list(rec.argv), rec.kwargs, cwd=str(builder.spec.workdir)))}
         stored = first.loc[iid]
-        for fid in selected:
+        if content:  # the predictor's way, checked against what the build counted (same files, same value)
+            files = list(rec.files) or argv_files(list(rec.argv), str(builder.spec.workdir))
+            try:
+                values.update(content_values(content, files, str(builder.spec.workdir)))
+            except OSError as exc:
+                failures.append({"input_id": iid, "error": f"content features: {exc}"})
+                continue
+        for fid in selected + [c["id"] for c in content]:
             expected = float(stored.get(fid, 0.0)) if fid in first.columns else 0.0
             if abs(values.get(fid, 0.0) - expected) > 1e-9 * max(1.0, abs(expected)):
                 mismatches.append({"input_id": iid, "feature": fid, "evaluator": values.get(fid), "program": expected})
@@ -154,9 +164,10 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         warm_startup_s=startup_s,
         cold_median_s=statistics.median(cold) if cold else None,
         cold_median_fraction=statistics.median(cold) / median_wall if cold and median_wall else None,
-        fidelity={"inputs": len(ids) - len(failures), "features": len(selected),
+        fidelity={"inputs": len(ids) - len(failures), "features": len(selected) + len(content),
                   "mismatches": mismatches[:50], "mismatch_count": len(mismatches),
-                  "agreed": (len(ids) - len(failures)) * len(selected) - len(mismatches)},
+                  "agreed": (len(ids) - len(failures)) * (len(selected) + len(content)) - len(mismatches),
+                  "content_features": [c["id"] for c in content]},
         failures=failures,
         slicing="hybrid" if getattr(session, "observed_calls", None) is not None else "static",
         calls_resolved_dynamically=len(getattr(session.sdg, "observed_sites", {}) or {}),
@@ -182,8 +193,25 @@ def input_check_feature(record: BuildRecord) -> str | None:
     argument handling, so an input the program rejects is rejected). None when none was measured."""
     measured = [(v.get("status") != "cheap", v.get("cost_s"), feature) for feature, v in record.verdicts.items()
                 if v.get("status") in ("cheap", "too expensive") and isinstance(v.get("cost_s"), (int, float))
-                and not feature.startswith(INPUT_PREFIX)]
+                and not feature.startswith((INPUT_PREFIX, CONTENT_PREFIX))]
     return min(measured)[2] if measured else None
+
+
+def content_specs(builder, used: list[str]) -> list[dict[str, Any]]:
+    """The content features the models use, as :mod:`mantispy.runtime.content` takes them."""
+    table = getattr(builder, "content", None)
+    wanted = [f for f in used if f.startswith(CONTENT_PREFIX)]
+    if not wanted:
+        return []
+    if table is None:
+        raise BuildError(f"the models use {wanted[0]} but the build has no content table")
+    found = []
+    for fid in wanted:
+        cand = table.feature(fid)
+        if cand is None:
+            raise BuildError(f"the models use {fid}, which is not among the content table's candidates")
+        found.append(cand.runtime())
+    return found
 
 
 def _blackbox_by_input(model: dict[str, Any]) -> dict[str, float]:
@@ -207,10 +235,13 @@ def build_id(record: BuildRecord, models: dict[str, dict[str, Any]], evaluator_d
     return digest.hexdigest()[:16]
 
 
-def write_package(staging: Path, out: Path, record: BuildRecord, models: dict[str, dict[str, Any]]) -> Path:
+def write_package(staging: Path, out: Path, record: BuildRecord, models: dict[str, dict[str, Any]],
+                  content: list[dict[str, Any]] | None = None) -> Path:
     """Write the predictor package into ``staging`` (which holds ``evaluator/``), then move it to ``out``
-    (an earlier predictor there is replaced only once the new one is complete)."""
+    (an earlier predictor there is replaced only once the new one is complete). ``content``: the content
+    features the models use (see :func:`content_specs`)."""
     staging, out = Path(staging), Path(out)
+    content = list(content or [])
     bid = build_id(record, models, staging / "evaluator")
     record.build_id = bid
     (staging / "evaluator" / "BUILD_ID").write_text(bid + "\n", encoding="utf-8")
@@ -222,7 +253,8 @@ def write_package(staging: Path, out: Path, record: BuildRecord, models: dict[st
     inputs = sorted({f for m in models.values() for f in m["scaling"] if f.startswith(INPUT_PREFIX)})
     write_package_kit(staging, PackageConstants(
         name=record.name, created=record.created, build_id=bid, entry=record.entry,
-        entry_kind=record.entry_kind, metrics=tuple(models), features=tuple(features), inputs=tuple(inputs)))
+        entry_kind=record.entry_kind, metrics=tuple(models), features=tuple(features), inputs=tuple(inputs),
+        content=tuple(content)))
     (staging / "README.md").write_text(package_readme(record), encoding="utf-8")
     if out.exists():
         old = out.with_name(out.name + ".old")

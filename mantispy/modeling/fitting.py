@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,8 @@ class FitRequest:
     folds: int = 5  # cross-validation folds of the form selection
     levels: tuple[float, float] = selection.DEFAULT_LEVELS  # the prediction interval's quantile levels
     solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet" (python-glmnet)
+    # input id -> {feature id: value}: features computed per input outside the runs (content features)
+    extra_features: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def resolve_metric(name: str) -> str:
@@ -132,6 +134,18 @@ def _load(store: RunStore, campaign_name: str | None, metric: str, metrics_from:
     return campaign, frame
 
 
+def with_extra_features(frame, extra: dict[str, dict[str, float]]):
+    """``frame`` with one column per feature in ``extra`` (input id -> {feature id: value}), 0 where an
+    input has no value."""
+    if not extra:
+        return frame
+    names = sorted({f for row in extra.values() for f in row})
+    frame = frame.copy()
+    for name in names:
+        frame[name] = frame["input_id"].map(lambda iid, n=name: extra.get(iid, {}).get(n, 0.0)).astype(float)
+    return frame
+
+
 def _feature_columns(frame) -> list[str]:
     return [c for c in frame.columns if not c.startswith(("metric:", "input:")) and c not in ("input_id", "repeat", "status")]
 
@@ -178,6 +192,7 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     if request.metrics_from == "auto":
         request = dataclasses.replace(request, metrics_from=metrics_source(store, campaign_name))
     campaign, frame = _load(store, campaign_name, measured, request.metrics_from)
+    frame = with_extra_features(frame, request.extra_features)
     metric_col, measured_col = f"metric:{metric}", f"metric:{measured}"
     if not _feature_columns(frame):
         raise ModelingError("the runs recorded no features; was the program instrumented? (mantispy profile does that)")

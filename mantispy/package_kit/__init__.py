@@ -7,6 +7,7 @@ A predictor package (see :mod:`mantispy.predictor`) holds, beside ``models.json`
 * ``_model.py``: :mod:`mantispy.modeling.evaluation`, copied verbatim (a model polynomial, evaluated);
 * ``_warm.py``: :mod:`mantispy.slicer.warm_client`, copied verbatim (the warm evaluator's client);
 * ``_descriptors.py``: :mod:`mantispy.runtime.descriptors`, copied verbatim (the input descriptors);
+* ``_content.py``: :mod:`mantispy.runtime.content`, copied verbatim (the content features);
 * ``_build.py``: the one generated file, the build's constants (:class:`PackageConstants`).
 
 The copied modules import only the standard library and each other, never mantispy.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mantispy.modeling import evaluation as _evaluation
+from mantispy.runtime import content as _content
 from mantispy.runtime import descriptors as _descriptors
 from mantispy.slicer import warm_client as _warm_client
 
@@ -28,6 +30,7 @@ COPIED: dict[str, Path] = {
     "_model.py": Path(_evaluation.__file__),
     "_warm.py": Path(_warm_client.__file__),
     "_descriptors.py": Path(_descriptors.__file__),
+    "_content.py": Path(_content.__file__),
 }
 """Package file name -> the module copied there (package.py imports ``._build``, so it is only imported
 inside a predictor package)."""
@@ -57,6 +60,8 @@ class PackageConstants:
     """The program features the models use (their values come from the evaluator)."""
     inputs: tuple[str, ...]
     """The input descriptors the models use (numbers on the command line, input file sizes)."""
+    content: tuple[dict, ...] = ()
+    """The content features the models use: {"id", "pattern", "bytes", "flags"} (see mantispy.runtime.content)."""
 
     def source(self) -> str:
         """The text of ``_build.py``: literals only."""
@@ -71,6 +76,7 @@ class PackageConstants:
             f"METRICS = {tuple(self.metrics)!r}",
             f"FEATURES = {tuple(self.features)!r}",
             f"INPUTS = {tuple(self.inputs)!r}  # input descriptors the models use",
+            f"CONTENT = {tuple(self.content)!r}  # content features: the program's regexes counted in the input files",
             "",
         ])
 

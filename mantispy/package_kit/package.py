@@ -20,10 +20,11 @@ import subprocess
 import sys
 import threading
 
-from ._build import BUILD_ID, ENTRY, ENTRY_KIND, FEATURES, INPUTS, METRICS, NAME
+from ._build import BUILD_ID, CONTENT, ENTRY, ENTRY_KIND, FEATURES, INPUTS, METRICS, NAME
 
-__all__ = ["BUILD_ID", "ENTRY", "ENTRY_KIND", "FEATURES", "INPUTS", "InputRejected", "METRICS", "NAME", "PredictionError",
-           "check_range", "close", "features", "input_numbers", "predict", "seconds_per_unit"]
+__all__ = ["BUILD_ID", "CONTENT", "ENTRY", "ENTRY_KIND", "FEATURES", "INPUTS", "InputRejected", "METRICS", "NAME",
+           "PredictionError", "check_range", "close", "content_numbers", "features", "input_numbers", "predict",
+           "seconds_per_unit"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -181,6 +182,18 @@ def input_numbers(argv=None, *, cwd=None, input_files=None, **kwargs):
     return _descriptors.prefixed_numbers(descriptor)
 
 
+def content_numbers(argv=None, *, cwd=None, input_files=None):
+    """The content features the models use: how often each of the program's regular expressions (CONTENT)
+    matches in the input files (``input_files``; by default the arguments that name existing files)."""
+    from . import _content, _descriptors
+
+    files = list(input_files) if input_files is not None else _descriptors.argv_files(list(argv or ()), cwd)
+    try:
+        return _content.content_values(list(CONTENT), files, cwd)
+    except OSError as exc:
+        raise InputRejected(f"cannot read an input file: {exc}") from None
+
+
 def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, interval=False,
             input_files=None, **kwargs):
     """Estimates of every modelled metric for one input: {metric: value}.
@@ -198,6 +211,8 @@ def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, 
     values = features(argv, cwd=cwd, timeout=timeout, warm=warm, **kwargs)
     if INPUTS:
         values = {**values, **input_numbers(argv, cwd=cwd, input_files=input_files, **kwargs)}
+    if CONTENT:
+        values = {**values, **content_numbers(argv, cwd=cwd, input_files=input_files)}
     if not extrapolate:
         for model in models.values():
             check_range(model, values)

@@ -1,0 +1,16 @@
+"""Content features (issue 18: "features that are cheap by construction").
+
+When every slice of a program's token or line counters keeps the parser, the cheapest stand-in for
+those counts is the program's own scanner run on the input by itself. Here that scanner is one of the
+program's regular expressions, counted over the input files at C speed:
+
+* :mod:`.types`: the artefact (:class:`ContentTable`: the candidate patterns, their values and costs
+  per input, their selection), its JSON reader;
+* :mod:`.discover`: which patterns the program compiles, from a few training runs of the original
+  program under :mod:`mantispy.runtime.regex_probe`;
+* :mod:`.measure`: every candidate's value and cost on given inputs, in a child process with a time limit
+  (:mod:`mantispy.runtime.content`, which predictor packages also carry);
+* :mod:`.choose`: which candidates a build offers its models: deterministic, cheap within the budget,
+  correlated with a metric on the training inputs, and not a copy of another candidate or of the input's
+  size.
+"""

@@ -1,0 +1,132 @@
+"""The build's content stage: discover the program's regular expressions, measure them on the training
+inputs, choose what to offer the models, check that the chosen ones are deterministic, and measure those
+on every input. The result is the :class:`~mantispy.content.types.ContentTable` in ``content.json`` of
+the build's work folder, reused while the program, the inputs and the budget stay the same."""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mantispy.runtime import content as content_runtime
+from mantispy.runtime import regex_probe
+
+from .choose import choose
+from .discover import discover
+from .measure import Measured, input_files, measure
+from .types import ContentError, ContentTable, read_table
+
+PROBE_INPUTS = 5
+"""Training inputs the program runs under the regex probe (spread over their run times)."""
+DETERMINISM_INPUTS = 3
+"""Training inputs each chosen feature is counted on a second time."""
+
+TABLE_FILE = "content.json"
+
+
+def _key(source_hash: str, record_ids: list[str], train_ids: list[str], max_cost: float) -> str:
+    digest = hashlib.sha256()
+    for module in (content_runtime, regex_probe):
+        digest.update(Path(module.__file__).read_bytes())
+    digest.update(",".join(sorted(record_ids)).encode())
+    digest.update(",".join(sorted(train_ids)).encode())
+    return f"{source_hash}:{digest.hexdigest()[:16]}:{max_cost}"
+
+
+def _spread(ids_by_time: list[str], count: int) -> list[str]:
+    if len(ids_by_time) <= count:
+        return list(ids_by_time)
+    return [ids_by_time[round(i * (len(ids_by_time) - 1) / (count - 1))] for i in range(count)]
+
+
+def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str, float]], max_cost: float,
+                  jobs: int = 1, log: Callable[[str], None] = lambda _m: None) -> ContentTable:
+    """The campaign's content table. ``train``: training input id -> {"wall_s", "cpu_s", ...} (measured
+    medians); every record of ``spec`` that ran is measured for the chosen features."""
+    path = Path(work) / TABLE_FILE
+    records = {r.id: r for r in spec.inputs}
+    key = _key(source_hash, list(records), list(train), max_cost)
+    if path.exists():
+        try:
+            cached = read_table(path)
+            if cached.key == key:
+                log(f"content features: reusing {path} ({len(cached.chosen)} offered)")
+                return cached
+        except ContentError as exc:
+            log(f"content features: {exc}; computing them again")
+    by_time = sorted(train, key=lambda i: train[i]["wall_s"])
+    candidates = discover(spec, _spread(by_time, PROBE_INPUTS), jobs=jobs, log=log)
+    log(f"content features: the program compiled {len(candidates)} regular expression(s) of its own")
+    walls = {i: train[i]["wall_s"] for i in train}
+    limit = max(10.0, 5 * sum(walls.values()))
+    workdir = Path(spec.workdir)
+    measured = measure(candidates, [records[i] for i in by_time], workdir, limit) if candidates else Measured()
+    sizes = {i: _size(records[i], workdir) for i in train}
+    metrics = {m: {i: row[m] for i, row in train.items() if m in row} for m in ("wall_s", "cpu_s", "max_rss_kb")}
+    chosen, reasons = choose(candidates, measured, metrics, walls, sizes, max_cost)
+    if chosen:
+        by_id = {c.id: c for c in candidates}
+        again = measure([by_id[f] for f in chosen], [records[i] for i in _spread(by_time, DETERMINISM_INPUTS)],
+                        workdir, limit)
+        for fid in list(chosen):
+            differs = [i for i, row in again.values.items() if row.get(fid) != measured.values[i].get(fid)]
+            if differs or fid in again.dropped:
+                chosen.remove(fid)
+                reasons[fid] = f"not deterministic: another count on input {(differs or ['?'])[0]} differs"
+        rest = [records[i] for i in records if i not in train]
+        if chosen and rest:
+            more = measure([by_id[f] for f in chosen], rest, workdir, max(10.0, limit * len(rest) / max(len(train), 1)))
+            for fid in more.dropped:
+                chosen.remove(fid)
+                reasons[fid] = f"failed on a held-out input: {more.dropped[fid]}"
+            for table, extra in ((measured.values, more.values), (measured.seconds, more.seconds)):
+                for iid, row in extra.items():
+                    table.setdefault(iid, {}).update(row)
+    log(f"content features: {len(chosen)} offered to the models"
+        + (": " + ", ".join(f"{f} ({reasons[f].split(': ', 1)[-1]})" for f in chosen[:4]) if chosen else ""))
+    table = ContentTable(key=key, candidates=candidates, values=measured.values, seconds=measured.seconds,
+                         chosen=chosen, reasons=reasons)
+    table.save(path)
+    return table
+
+
+def _size(record, workdir: Path) -> float:
+    total = 0.0
+    for name in input_files(record, workdir):
+        candidate = Path(name) if Path(name).is_absolute() else workdir / name
+        try:
+            total += candidate.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def chosen_columns(table: ContentTable) -> dict[str, dict[str, float]]:
+    """input id -> {chosen feature id: value}: the columns a fit adds to its frame."""
+    return {iid: {f: row[f] for f in table.chosen if f in row} for iid, row in table.values.items()}
+
+
+def cost(table: ContentTable, fid: str, walls: dict[str, float]) -> tuple[float | None, float | None]:
+    """(median CPU seconds, median fraction of the wall time) of computing ``fid`` on the inputs ``walls``."""
+    pairs = [(table.seconds[i][fid], w) for i, w in walls.items() if fid in table.seconds.get(i, {}) and w > 0]
+    if not pairs:
+        return None, None
+    return statistics.median(s for s, _ in pairs), statistics.median(s / w for s, w in pairs)
+
+
+def describe(table: ContentTable, fid: str) -> dict[str, Any]:
+    """The feature's entry in a model's ``features`` (kind, place, snippet, detail)."""
+    cand = table.feature(fid)
+    if cand is None:
+        return {}
+    shown = cand.pattern if len(cand.pattern) <= 80 else cand.pattern[:77] + "..."
+    return {"kind": "content", "file": cand.file, "line": cand.line, "end_line": cand.line, "qualname": cand.qualname,
+            "snippet": f"re.compile({shown!r})",
+            "detail": ("matches of the program's own regular expression in the input files (a content feature: "
+                       "computed by the predictor at C speed, accepted by its correlation with the cost on the "
+                       "training inputs and by counting again, not by equality with an instrumented counter; "
+                       + table.reasons.get(fid, "") + ")")}
+

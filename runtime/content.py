@@ -1,0 +1,98 @@
+"""Content features: how many times one of the program's own regular expressions matches in an
+input's files (issue 18, "component features").
+
+A content feature is the program's tokenizer (or line scanner, or query splitter) run on the input by
+itself, at C speed: ``len(finditer(pattern, text))`` over the input files, where the pattern is one the
+program compiled (found by :mod:`mantispy.runtime.regex_probe`). Its value is not any counter of the
+instrumented program, but it moves with the counts the program's work follows (tokens, identifiers,
+lines, queries), so a model can use it where the slices of those counters cost as much as the run.
+
+A feature is a dict ``{"id", "pattern", "bytes", "flags"}`` (a bytes pattern is stored latin-1
+decoded); :func:`feature_id` names it. Files are read as bytes; a str pattern searches their UTF-8
+text (undecodable bytes replaced). Standard library only: predictor packages carry a copy of this file
+and compute the same numbers at prediction time that the build computed at training time.
+
+``python -m mantispy.runtime.content JOB.json`` (the build's measuring child) reads ``{"features":
+[...], "inputs": [{"id", "files", "cwd"}]}`` and prints one JSON line per (input, feature) as soon as it
+is counted: ``{"input", "feature", "value", "seconds"}`` (``seconds``: CPU time of reading the files
+and counting, what a predictor computing that feature alone would pay).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+
+CONTENT_PREFIX = "content:"
+"""Column and feature-id prefix of content features in data frames and models."""
+
+
+def feature_id(file: str, line: int, pattern: str, is_bytes: bool, flags: int) -> str:
+    """``content:FILE:LINE:regex#DIGEST``: where the program compiled the pattern, and which pattern."""
+    digest = hashlib.sha256(f"{int(is_bytes)}:{flags}:{pattern}".encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{CONTENT_PREFIX}{file}:{line}:regex#{digest}"
+
+
+def compile_feature(feature: dict) -> re.Pattern:
+    """The feature's compiled pattern."""
+    pattern = feature["pattern"].encode("latin-1") if feature.get("bytes") else feature["pattern"]
+    return re.compile(pattern, int(feature.get("flags", 0)))
+
+
+def read_inputs(files: list[str], cwd: str | None = None) -> bytes:
+    """The input files' bytes, joined by newlines (``cwd``: what relative names are relative to)."""
+    base = cwd or os.getcwd()
+    parts = []
+    for name in files:
+        path = name if os.path.isabs(name) else os.path.join(base, name)
+        with open(path, "rb") as handle:
+            parts.append(handle.read())
+    return b"\n".join(parts)
+
+
+def count_matches(compiled: re.Pattern, data: bytes, text: str | None = None) -> int:
+    """How many non-overlapping matches ``compiled`` finds scanning ``data`` (or ``text``, its decoded
+    form, for a str pattern) from the start."""
+    subject = data if isinstance(compiled.pattern, bytes) else (
+        text if text is not None else data.decode("utf-8", errors="replace"))
+    count = 0
+    for _ in compiled.finditer(subject):
+        count += 1
+    return count
+
+
+def content_values(features: list[dict], files: list[str], cwd: str | None = None) -> dict[str, float]:
+    """{feature id: its value} for one input whose files are ``files``."""
+    data = read_inputs(files, cwd)
+    text = data.decode("utf-8", errors="replace")
+    return {f["id"]: float(count_matches(compile_feature(f), data, text)) for f in features}
+
+
+def _measure(job: dict) -> None:
+    compiled = [(f["id"], compile_feature(f)) for f in job["features"]]
+    for item in job["inputs"]:
+        started = time.process_time()
+        data = read_inputs(item["files"], item.get("cwd"))
+        text = data.decode("utf-8", errors="replace")
+        reading = time.process_time() - started
+        for fid, pattern in compiled:
+            started = time.process_time()
+            value = count_matches(pattern, data, text)
+            seconds = time.process_time() - started + reading
+            print(json.dumps({"input": item["id"], "feature": fid, "value": value, "seconds": seconds}), flush=True)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m mantispy.runtime.content JOB.json`` (see the module docstring)."""
+    if len(argv) != 1:
+        sys.exit("usage: python -m mantispy.runtime.content JOB.json")
+    with open(argv[0], encoding="utf-8") as handle:
+        _measure(json.load(handle))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

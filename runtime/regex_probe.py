@@ -1,0 +1,136 @@
+"""Which regular expressions a program compiles, and where (cheap content features, issue 18).
+
+A program that tokenises or scans its input usually does it with its own regular expressions; the
+number of matches of such a pattern in the input files is a content feature computed at C speed, a
+stand-in for the program's own token or line counts (see :mod:`mantispy.runtime.content`). This probe
+finds the patterns: it wraps :func:`re._compile` (which ``re.compile``, ``re.match``, ``re.sub`` and
+friends all call) and keeps, once per (pattern, flags), the first place in the program's own files
+that compiled it: the first frame outside the ``re`` package, when that frame's file lies under the
+program's root. Patterns compiled by the standard library or other packages for their own use
+(argparse, json) are left out.
+
+Use: ``python -m mantispy.runtime.regex_probe SCRIPT|-m MODULE ARGS...`` with ``MANTIS_REGEX_OUT`` (a
+folder: each process writes ``regex-PID.json`` there at exit) and ``MANTIS_REGEX_ROOT`` (the program's
+root folder) in the environment. Each file: ``{"format", "version", "root", "patterns": [{"pattern",
+"bytes", "flags", "file", "line", "qualname"}]}``; a bytes pattern is stored latin-1 decoded. Not
+recorded: processes that end through ``os._exit`` or a signal, child processes. Standard library only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import sys
+
+ENV_OUT = "MANTIS_REGEX_OUT"
+"""Environment variable: the folder each probed process writes its patterns into."""
+
+ENV_ROOT = "MANTIS_REGEX_ROOT"
+"""Environment variable: the program's root folder (only patterns compiled from files under it count)."""
+
+FORMAT = "mantispy-regex-probe"
+VERSION = 1
+
+_RE_DIR = os.path.dirname(os.path.realpath(re.__file__))
+_SKIPPED = (_RE_DIR + os.sep, os.path.realpath(__file__), os.path.realpath(os.path.join(_RE_DIR, "..", "functools.py")))
+
+
+class Probe:
+    """The patterns compiled by the program's files, keyed by (pattern, flags)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root) + os.sep
+        self.found: dict[tuple, dict] = {}
+        self.seen: set[tuple] = set()
+        self._relative: dict[str, str | None] = {}
+
+    def note(self, compiled: re.Pattern) -> None:
+        """Keep ``compiled`` with the program place that asked for it (the first time it is seen)."""
+        key = (type(compiled.pattern), compiled.pattern, compiled.flags)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
+            frame = frame.f_back
+        if frame is None:
+            return
+        rel = self._rel(frame.f_code.co_filename)
+        if rel is None:
+            return
+        is_bytes = isinstance(compiled.pattern, bytes)
+        self.found[key] = {
+            "pattern": compiled.pattern.decode("latin-1") if is_bytes else compiled.pattern,
+            "bytes": is_bytes, "flags": int(compiled.flags), "file": rel, "line": frame.f_lineno,
+            "qualname": getattr(frame.f_code, "co_qualname", frame.f_code.co_name),
+        }
+
+    def _rel(self, filename: str) -> str | None:
+        if filename not in self._relative:
+            real = os.path.realpath(filename)
+            self._relative[filename] = (os.path.relpath(real, self.root).replace(os.sep, "/")
+                                        if real.startswith(self.root) else None)
+        return self._relative[filename]
+
+    def document(self) -> dict:
+        """What the process writes at exit."""
+        return {"format": FORMAT, "version": VERSION, "root": self.root.rstrip(os.sep),
+                "patterns": sorted(self.found.values(), key=lambda p: (p["file"], p["line"], p["pattern"]))}
+
+
+def install(root: str, out_dir: str | None = None) -> Probe:
+    """Wrap ``re._compile`` for the rest of the process; with ``out_dir``, write the patterns there at exit."""
+    probe = Probe(root)
+    original = re._compile  # type: ignore[attr-defined]
+
+    def _compile(pattern, flags=0):
+        compiled = original(pattern, flags)
+        try:
+            probe.note(compiled)
+        except Exception:  # noqa: BLE001 - the probe never changes what the program sees
+            pass
+        return compiled
+
+    re._compile = _compile  # type: ignore[attr-defined]
+    if out_dir:
+        target = os.path.join(os.path.abspath(out_dir), f"regex-{os.getpid()}.json")
+
+        def _write() -> None:
+            try:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "w", encoding="utf-8") as handle:
+                    json.dump(probe.document(), handle)
+            except Exception as exc:  # noqa: BLE001 - an exit hook must not fail the program
+                try:
+                    sys.stderr.write(f"mantispy: regex probe: cannot write {target}: {exc}\n")
+                except Exception:  # noqa: BLE001
+                    pass
+
+        atexit.register(_write)
+    return probe
+
+
+def main(argv: list[str]) -> None:
+    """``python -m mantispy.runtime.regex_probe SCRIPT|-m MODULE ARGS...``: run the program as the
+    interpreter would, with the probe installed."""
+    import runpy
+
+    if not argv or (argv[0] == "-m" and len(argv) < 2):
+        sys.exit("usage: python -m mantispy.runtime.regex_probe SCRIPT|-m MODULE ARGS...")
+    out = os.environ.get(ENV_OUT)
+    if argv[0] == "-m":
+        install(os.environ.get(ENV_ROOT) or os.getcwd(), out)
+        sys.argv = [argv[1], *argv[2:]]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        script = os.path.abspath(argv[0])
+        install(os.environ.get(ENV_ROOT) or os.path.dirname(script), out)
+        sys.argv = [argv[0], *argv[1:]]
+        sys.path[0] = os.path.dirname(script)
+        runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

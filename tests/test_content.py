@@ -1,0 +1,225 @@
+"""Content features (issue 18): the program's own regexes, found by the probe, counted in the input files,
+chosen by correlation, cost and determinism, and read back from their artefact."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mantispy.content.choose import choose
+from mantispy.content.discover import candidates_from, read_probe_files
+from mantispy.content.measure import Measured, measure
+from mantispy.content.types import ContentError, ContentFeature, ContentTable, read_table, table_from_json
+from mantispy.runtime import regex_probe
+from mantispy.runtime.content import compile_feature, content_values, count_matches, feature_id
+
+PROGRAM = '''\
+import argparse
+import re
+import sys
+
+from lexer import words_in
+
+LINE = re.compile(rb"\\n")
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file")
+    parser.add_argument("--upper", action="store_true")
+    args = parser.parse_args()
+    text = open(args.file, encoding="utf-8").read()
+    total = 0
+    for word in words_in(text):
+        total += len(re.sub(r"[aeiou]", "", word))
+    print(total, len(LINE.findall(text.encode())))
+
+main()
+'''
+
+LEXER = '''\
+import re
+
+WORD = re.compile(r"[A-Za-z_]\\w*", re.ASCII)
+
+def words_in(text):
+    return WORD.findall(text)
+'''
+
+
+def _program(tmp_path: Path) -> Path:
+    root = tmp_path / "app"
+    root.mkdir()
+    (root / "main.py").write_text(PROGRAM)
+    (root / "lexer.py").write_text(LEXER)
+    (tmp_path / "in.txt").write_text("alpha beta_2 gamma\n12 delta\n")
+    return root
+
+
+def _probe(root: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, regex_probe.ENV_OUT: str(out), regex_probe.ENV_ROOT: str(root)}
+    return subprocess.run([sys.executable, "-m", "mantispy.runtime.regex_probe", str(root / "main.py"), *args],
+                          capture_output=True, text=True, env=env, cwd=root.parent, timeout=60)
+
+
+def test_probe_finds_the_programs_own_patterns_and_where_they_were_compiled(tmp_path):
+    root = _program(tmp_path)
+    proc = _probe(root, tmp_path / "probe", "in.txt")
+    assert proc.returncode == 0, proc.stderr
+    plain = subprocess.run([sys.executable, str(root / "main.py"), "in.txt"], capture_output=True, text=True,
+                           cwd=tmp_path, timeout=60)
+    assert proc.stdout == plain.stdout == "13 2\n"  # the program's output is unchanged
+    found = {(p["file"], p["pattern"]): p for p in read_probe_files(tmp_path / "probe")}
+    assert set(found) == {("lexer.py", r"[A-Za-z_]\w*"), ("main.py", r"[aeiou]"), ("main.py", r"\n")}
+    word = found[("lexer.py", r"[A-Za-z_]\w*")]
+    assert word["line"] == 3 and word["qualname"] == "<module>" and word["flags"] & 256  # re.ASCII
+    assert found[("main.py", r"\n")]["bytes"] is True
+    assert found[("main.py", r"[aeiou]")]["qualname"] == "main"  # compiled through re.sub, inside main()
+    # argparse compiles its own patterns: not the program's, left out (no file outside the root)
+    candidates = candidates_from(read_probe_files(tmp_path / "probe"))
+    assert [c.file for c in candidates].count("main.py") == 2
+    assert all(c.id.startswith("content:") for c in candidates)
+
+
+def test_counts_match_what_the_program_computes(tmp_path):
+    root = _program(tmp_path)
+    candidates = candidates_from(read_probe_files(_probe_dir(root, tmp_path)))
+    values = content_values([c.runtime() for c in candidates], ["in.txt"], str(tmp_path))
+    by_pattern = {c.pattern: values[c.id] for c in candidates}
+    assert by_pattern[r"[A-Za-z_]\w*"] == 4  # alpha, beta_2, gamma, delta; not "12"
+    assert by_pattern[r"\n"] == 2
+    assert by_pattern[r"[aeiou]"] == 8
+
+
+def _probe_dir(root: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "probe"
+    if not out.exists():
+        assert _probe(root, out, "in.txt").returncode == 0
+    return out
+
+
+def test_feature_ids_are_stable_and_tell_patterns_apart():
+    a = feature_id("lex.py", 3, r"\w+", False, 32)
+    assert a == feature_id("lex.py", 3, r"\w+", False, 32)
+    assert a != feature_id("lex.py", 3, r"\w+", True, 32) != feature_id("lex.py", 3, r"\w*", False, 32)
+    assert a.startswith("content:lex.py:3:regex#")
+
+
+def test_bytes_and_str_patterns_count_over_the_same_bytes():
+    data = "naïve café\n".encode()
+    assert count_matches(compile_feature({"pattern": r"\w+", "bytes": False, "flags": 32}), data) == 2
+    assert count_matches(compile_feature({"pattern": "\xc3", "bytes": True, "flags": 0}), data) == 2  # UTF-8 lead bytes
+    assert count_matches(compile_feature({"pattern": "", "bytes": False, "flags": 32}), b"abc") == 4
+
+
+def _candidate(pattern: str, line: int = 1) -> ContentFeature:
+    return ContentFeature(id=feature_id("p.py", line, pattern, False, 32), pattern=pattern, bytes=False, flags=32,
+                          file="p.py", line=line, qualname="<module>")
+
+
+def test_a_pattern_that_backtracks_without_end_is_dropped_and_the_rest_measured(tmp_path):
+    (tmp_path / "a.txt").write_text("a" * 40 + "!")
+    (tmp_path / "b.txt").write_text("aaa bbb")
+    good, evil = _candidate("a"), _candidate("(a+)+$", 2)
+
+    class Record:
+        def __init__(self, iid, name):
+            self.id, self.files, self.argv = iid, [name], []
+
+    result = measure([good, evil], [Record("1", "a.txt"), Record("2", "b.txt")], tmp_path, limit_s=3)
+    assert evil.id in result.dropped and "past" in result.dropped[evil.id]
+    assert result.values == {"1": {good.id: 40.0}, "2": {good.id: 3.0}}
+    assert all(s >= 0 for row in result.seconds.values() for s in row.values())
+
+
+def test_choose_offers_cheap_informative_new_candidates_only():
+    ids = [str(n) for n in range(12)]
+    rng = np.random.default_rng(1)
+    size = {i: float(1000 + 100 * n) for n, i in enumerate(ids)}
+    tokens = {i: float(50 + 37 * ((n * 7) % 12)) for n, i in enumerate(ids)}  # not the size's order
+    cost = {i: 0.2 + tokens[i] / 100 + size[i] / 300 + rng.uniform(0, 0.01) for i in ids}
+    cands = {name: _candidate(name, n) for n, name in enumerate(["tok", "tok2", "size", "flat", "slow", "noise"])}
+    values = {i: {cands["tok"].id: tokens[i], cands["tok2"].id: 2 * tokens[i] + 1, cands["size"].id: size[i] / 7,
+                  cands["flat"].id: 3.0, cands["slow"].id: tokens[i] + 5, cands["noise"].id: float((n * 5) % 3)}
+              for n, i in enumerate(ids)}
+    seconds = {i: {c.id: 0.001 for c in cands.values()} for i in ids}
+    for i in ids:
+        seconds[i][cands["slow"].id] = 0.5 * cost[i]
+    chosen, reasons = choose(list(cands.values()), Measured(values, seconds), {"cpu_s": cost},
+                             {i: cost[i] for i in ids}, size, max_cost=0.05)
+    assert chosen == [cands["tok"].id] or chosen == [cands["tok2"].id]
+    other = cands["tok2"].id if chosen == [cands["tok"].id] else cands["tok"].id
+    assert reasons[other].startswith("a copy of")
+    assert reasons[cands["size"].id].startswith("moves with the input files' size")
+    assert reasons[cands["flat"].id].startswith("the same value")
+    assert reasons[cands["slow"].id].startswith("too expensive")
+    assert reasons[cands["noise"].id].startswith("rank correlation")
+    assert reasons[chosen[0]].startswith("offered")
+
+
+def _table() -> ContentTable:
+    cand = _candidate(r"\w+")
+    return ContentTable(key="k", candidates=[cand], values={"i1": {cand.id: 3.0}}, seconds={"i1": {cand.id: 0.01}},
+                        chosen=[cand.id], reasons={cand.id: "offered"})
+
+
+def test_the_table_reads_back(tmp_path):
+    table = _table()
+    table.save(tmp_path / "content.json")
+    again = read_table(tmp_path / "content.json")
+    assert again == table
+
+
+def test_a_bad_table_names_its_field(tmp_path):
+    doc = _table().to_json()
+    doc["candidates"][0]["line"] = "3"
+    with pytest.raises(ContentError, match=r"candidates\[0\]: field 'line' must be int"):
+        table_from_json(doc)
+    doc = _table().to_json()
+    doc["chosen"] = ["content:nowhere"]
+    with pytest.raises(ContentError, match=r"chosen\[0\]"):
+        table_from_json(doc)
+    (tmp_path / "x.json").write_text("{")
+    with pytest.raises(ContentError, match="unreadable"):
+        read_table(tmp_path / "x.json")
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                    max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(path=st.lists(st.sampled_from(["candidates", 0, "id", "line", "bytes", "values", "i1", "chosen", "reasons",
+                                      "seconds", "key", "version", "format", "flags", "pattern"]), min_size=1, max_size=3),
+       value=JSON)
+def test_the_table_reader_says_content_error_or_reads_any_mutation(path, value):
+    doc = json.loads(json.dumps(_table().to_json()))
+    target = doc
+    for step in path[:-1]:
+        if isinstance(target, dict) and isinstance(step, str) and step in target:
+            target = target[step]
+        elif isinstance(target, list) and isinstance(step, int) and step < len(target):
+            target = target[step]
+        else:
+            return
+    last = path[-1]
+    if isinstance(target, dict) and isinstance(last, str):
+        target[last] = value
+    elif isinstance(target, list) and isinstance(last, int) and last < len(target):
+        target[last] = value
+    else:
+        return
+    try:
+        table = table_from_json(doc)
+    except ContentError:
+        return
+    assert isinstance(table, ContentTable)
