@@ -121,6 +121,9 @@ import json, math, sys
 record = json.load(open("pred/build.json"))
 if not record["evaluator"]["features"]:  # then the installed slicer and evaluator emitter went unchecked
     sys.exit("wheel check: mantispy build selected no feature, so no evaluator was sliced out and run")
+content = json.load(open(".mantis/build-work/squares/content.json"))  # the content stage ran from the wheel
+if content.get("format") != "mantispy-content-features" or content.get("candidates") != []:
+    sys.exit(f"wheel check: the content stage's table is not what squares.py (no regex) gives: {content}")
 estimates = json.load(open("estimate.json"))  # {metric: {estimate, low, high, level}}
 value = (estimates.get("cpu_s") or {}).get("estimate")
 if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:

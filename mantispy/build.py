@@ -44,12 +44,13 @@ from mantispy.build_record import (
     OptionsRecord,
 )
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, SpecError, load_spec
+from mantispy.content.stage import chosen_columns
+from mantispy.content.stage import cost as content_cost
+from mantispy.content.stage import describe as describe_content
+from mantispy.content.types import ContentTable
 from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
-from mantispy.content.types import ContentTable
-from mantispy.content.stage import chosen_columns, describe as describe_content
-from mantispy.content.stage import cost as content_cost
 from mantispy.modeling.fitting import (
     FitRequest,
     fit_campaign,

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import sys
+import types
 
 ENV_OUT = "MANTIS_REGEX_OUT"
 """Environment variable: the folder each probed process writes its patterns into."""
@@ -52,7 +53,7 @@ class Probe:
         if key in self.seen:
             return
         self.seen.add(key)
-        frame = sys._getframe(2)
+        frame: types.FrameType | None = sys._getframe(2)
         while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED):
             frame = frame.f_back
         if frame is None:

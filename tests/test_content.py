@@ -223,3 +223,124 @@ def test_the_table_reader_says_content_error_or_reads_any_mutation(path, value):
     except ContentError:
         return
     assert isinstance(table, ContentTable)
+
+
+SQL_WORKLOAD = '''\
+"""Format a SQL file with sqlparse (the copy next to this script)."""
+import sys
+
+import sqlparse
+
+text = open(sys.argv[1], encoding="utf-8").read()
+print(len(sqlparse.format(text, reindent=True, keyword_case="upper")))
+'''
+
+SQL_INPUTS = '''\
+"""SQL files whose cost follows their tokens, not their size: dense SELECTs mixed with long comments and
+string literals (few tokens per byte)."""
+import random
+from pathlib import Path
+
+
+def generate(count=12, seed=1):
+    rng = random.Random(seed)
+    folder = Path(__file__).resolve().parent / "sql"
+    folder.mkdir(exist_ok=True)
+    for n in range(count):
+        dense, sparse = rng.randint(20, 400), rng.randint(0, 120)
+        parts = []
+        for i in range(dense):
+            cols = ", ".join(f"c{rng.randint(0, 99)}" for _ in range(rng.randint(3, 9)))
+            parts.append(f"select {cols} from t{i} where a{i} = {rng.randint(0, 9)} and b > {rng.randint(0, 99)};")
+        for i in range(sparse):
+            parts.append(f"-- {'x' * rng.randint(200, 900)}\\ninsert into log values ('{'y' * rng.randint(200, 900)}');")
+        rng.shuffle(parts)
+        path = folder / f"q{n:02d}.sql"
+        text = "\\n".join(parts) + "\\n"
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        yield {"id": f"q{n:02d}", "argv": [f"sql/q{n:02d}.sql"]}
+'''
+
+
+@pytest.fixture(scope="module")
+def sql_build(tmp_path_factory):
+    """``mantispy build`` (the CLI) on sqlparse formatting SQL files, with content features."""
+    import importlib.util
+    import shutil
+
+    from tests.helpers import MANTISPY
+
+    root = tmp_path_factory.mktemp("content-build")
+    app = root / "app"
+    app.mkdir()
+    origin = importlib.util.find_spec("sqlparse").origin
+    shutil.copytree(Path(origin).parent, app / "sqlparse", ignore=shutil.ignore_patterns("__pycache__"))
+    (app / "work.py").write_text(SQL_WORKLOAD)
+    (root / "inputs.py").write_text(SQL_INPUTS)
+    (root / "campaign.toml").write_text(textwrap.dedent("""\
+        name = "sqlformat"
+        source = "app"
+        entry = "work.py"
+        timeout = 120
+        [env]
+        PYTHONHASHSEED = "0"
+        [inputs]
+        generator = "inputs.py:generate"
+        generator_args = { count = 12, seed = 1 }
+        """))
+    out = root / "predictor"
+    proc = subprocess.run([*MANTISPY, "build", str(root / "campaign.toml"), "-o", str(out), "--work", str(root / "work"),
+                           "--train-fraction", "0.5", "--metric", "cpu", "--repeats", "1", "--lookahead", "3",
+                           "--max-rounds", "2", "--static", "--jobs", "2"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return root, out, proc.stdout + proc.stderr
+
+
+def test_build_offers_sqlparse_regexes_as_content_features(sql_build):
+    root, out, said = sql_build
+    table = read_table(root / "work" / "content.json")
+    assert "regular expression(s) of its own" in said and "offered to the models" in said
+    assert len(table.candidates) >= 20  # sqlparse's lexer compiles one regex per token rule
+    assert all(c.file.startswith("sqlparse/") for c in table.candidates)  # its own, not argparse's
+    assert table.chosen, table.reasons
+    ids = set(table.values)
+    assert len(ids) == 12 and all(set(table.chosen) <= set(row) for row in table.values.values())
+    for fid, why in table.reasons.items():
+        assert why, fid
+
+
+def test_a_model_using_content_features_predicts_from_its_package(sql_build, tmp_path):
+    root, out, _ = sql_build
+    record = json.loads((out / "build.json").read_text())
+    model = record["metrics"]["cpu_s"]["model"]
+    used = [f for f in model["scaling"] if f.startswith("content:")]
+    fidelity = record["evaluator"]["fidelity"]
+    assert fidelity["mismatch_count"] == 0
+    assert fidelity["content_features"] == used
+    if not used:
+        pytest.skip("cross-validation chose a model without content features on this run")
+    described = model["features"][used[0]]
+    assert described["kind"] == "content" and "regular expression" in described["detail"]
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import predictor as p; "
+            "print(json.dumps([p.predict([sys.argv[2]], cwd=sys.argv[3]), p.content_numbers([sys.argv[2]], cwd=sys.argv[3])]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(out.parent), "sql/q00.sql", str(root)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    estimate, numbers = json.loads(proc.stdout)
+    assert estimate["cpu_s"] > 0
+    table = read_table(root / "work" / "content.json")
+    assert numbers == {f: table.values["q00"][f] for f in used}
+
+
+def test_no_content_features_keeps_them_out(sql_build, tmp_path):
+    from mantispy.build import BuildOptions, build
+
+    root, _, _ = sql_build
+    record = build(BuildOptions(spec=root / "campaign.toml", out=tmp_path / "p", work=root / "work", metrics=("cpu_s",),
+                                train_fraction=0.5, repeats=1, lookahead=3, max_rounds=2, observed_calls=False,
+                                content=False))
+    model = record.metrics["cpu_s"].model
+    assert not any(f.startswith("content:") for f in model["scaling"])
+    assert not record.evaluator.fidelity.get("content_features")

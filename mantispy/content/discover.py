@@ -25,7 +25,7 @@ def probing_argv(argv: list[str]) -> list[str]:
 
 def read_probe_files(folder: Path) -> list[dict]:
     """The pattern records of every probed process that wrote into ``folder`` (unreadable files skipped)."""
-    found = []
+    found: list[dict] = []
     for path in sorted(Path(folder).glob("regex-*.json")):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

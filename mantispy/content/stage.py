@@ -30,7 +30,7 @@ TABLE_FILE = "content.json"
 def _key(source_hash: str, record_ids: list[str], train_ids: list[str], max_cost: float) -> str:
     digest = hashlib.sha256()
     for module in (content_runtime, regex_probe):
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(Path(str(module.__file__)).read_bytes())
     digest.update(",".join(sorted(record_ids)).encode())
     digest.update(",".join(sorted(train_ids)).encode())
     return f"{source_hash}:{digest.hexdigest()[:16]}:{max_cost}"
@@ -82,9 +82,9 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
             for fid in more.dropped:
                 chosen.remove(fid)
                 reasons[fid] = f"failed on a held-out input: {more.dropped[fid]}"
-            for table, extra in ((measured.values, more.values), (measured.seconds, more.seconds)):
+            for mine, extra in ((measured.values, more.values), (measured.seconds, more.seconds)):
                 for iid, row in extra.items():
-                    table.setdefault(iid, {}).update(row)
+                    mine.setdefault(iid, {}).update(row)
     log(f"content features: {len(chosen)} offered to the models"
         + (": " + ", ".join(f"{f} ({reasons[f].split(': ', 1)[-1]})" for f in chosen[:4]) if chosen else ""))
     table = ContentTable(key=key, candidates=candidates, values=measured.values, seconds=measured.seconds,
