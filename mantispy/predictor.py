@@ -120,11 +120,13 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         stored = first.loc[iid]
         if content:  # the predictor's way, checked against what the build counted (same files, same value)
             files = list(rec.files) or argv_files(list(rec.argv), str(builder.spec.workdir))
+            started = time.perf_counter()
             try:
                 values.update(content_values(content, files, str(builder.spec.workdir)))
             except OSError as exc:
                 failures.append({"input_id": iid, "error": f"content features: {exc}"})
                 continue
+            seconds += time.perf_counter() - started  # a prediction pays both
         for fid in selected + [c["id"] for c in content]:
             expected = float(stored.get(fid, 0.0)) if fid in first.columns else 0.0
             if abs(values.get(fid, 0.0) - expected) > 1e-9 * max(1.0, abs(expected)):

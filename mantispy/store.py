@@ -417,7 +417,7 @@ class RunStore:
 
         Feature columns are named by feature id and hold 0 where a run did not record the feature.
         Metric columns are prefixed ``metric:``; input descriptor numbers are ``input:`` columns (the
-        black-box baseline's view). ``metrics_from="original"`` takes the metrics of each run from the
+        black-box baseline's view; 0 where an input does not give that number, e.g. a flag it lacks). ``metrics_from="original"`` takes the metrics of each run from the
         uninstrumented runs of the same input (``calibration_runs = "all"``): per metric, the median
         over its successful repeats; runs whose input has none are dropped. Features from the
         instrumented program, costs of the original one.
@@ -449,6 +449,8 @@ class RunStore:
         )
         if base.empty:
             return base
+        inputs = [c for c in base.columns if c.startswith("input:")]
+        base[inputs] = base[inputs].fillna(0.0)  # an option an input does not give is 0, as a predictor reads it
         base = base.set_index("run_id")
         if not features:
             return base

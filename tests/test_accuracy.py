@@ -322,3 +322,23 @@ def test_glmnet_solver_recovers_the_planted_polynomial_like_sklearn():
         assert np.median(np.abs(est.predict(frame.iloc[80:]) - y[80:]) / y[80:]) < 0.03, solver
     with pytest.raises(ValueError, match="solver"):
         SporeRegressor(solver="lars").fit(frame.iloc[:80], y[:80])
+
+
+def test_an_option_absent_from_some_inputs_reads_as_0_there_as_a_predictor_computes_it(tmp_path):
+    """A flag or one-hot choice present in some inputs only was NaN in the others' rows, so the build
+    took every such descriptor for one a predictor could not recompute and kept it out of the models
+    (the suite's --mode, --reindent, ... were lost to the models and the black box alike)."""
+    from mantispy.runtime.descriptors import input_numbers
+
+    descriptors = {"a": {"argv": ["--mode", "parse", "--fast", "f.sql"]}, "b": {"argv": ["--mode", "split", "f.sql"]}}
+    with RunStore(tmp_path / "m.db") as store:
+        campaign = store.open_campaign("c", {}, "h", None, {})
+        store.add_inputs(campaign, list(descriptors.items()))
+        for iid in descriptors:
+            store.add_run(campaign, RunRecord(iid, 0, "instrumented", "ok", 0, {"cpu_s": 1.0}, {"f:x:loop:1": 3.0}))
+        frame = store.dataframe(campaign).set_index("input_id")
+    columns = [c for c in frame.columns if c.startswith("input:")]
+    assert sorted(columns) == ["input:argv[--fast]", "input:argv[--mode=parse]", "input:argv[--mode=split]"]
+    for iid, descriptor in descriptors.items():
+        computed = input_numbers(descriptor)
+        assert {c: frame.at[iid, c] for c in columns} == {c: computed.get(c.removeprefix("input:"), 0.0) for c in columns}

@@ -287,7 +287,7 @@ def sql_build(tmp_path_factory):
         PYTHONHASHSEED = "0"
         [inputs]
         generator = "inputs.py:generate"
-        generator_args = { count = 12, seed = 1 }
+        generator_args = { count = 16, seed = 1 }
         """))
     out = root / "predictor"
     proc = subprocess.run([*MANTISPY, "build", str(root / "campaign.toml"), "-o", str(out), "--work", str(root / "work"),
@@ -306,7 +306,7 @@ def test_build_offers_sqlparse_regexes_as_content_features(sql_build):
     assert all(c.file.startswith("sqlparse/") for c in table.candidates)  # its own, not argparse's
     assert table.chosen, table.reasons
     ids = set(table.values)
-    assert len(ids) == 12 and all(set(table.chosen) <= set(row) for row in table.values.values())
+    assert len(ids) == 16 and all(set(table.chosen) <= set(row) for row in table.values.values())
     for fid, why in table.reasons.items():
         assert why, fid
 
