@@ -8,7 +8,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 LINT_STAMP := $(VENV)/.lint-stamp
 DEMO := demo-out
 
-.PHONY: demo test lint bench bench-quick bench-components bench-phases bench-monitor bench-dataflow clean
+.PHONY: demo test lint bench bench-quick bench-components bench-phases bench-monitor bench-dataflow bench-content clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,11 @@ bench-monitor: $(BENCH_STAMP)
 # (about 7 minutes; RESULTS.md with --write).
 bench-dataflow: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_dataflow.py
+
+# Content features (issue 18): two builds per suite program on one profiled store, with and without them
+# (about an hour for the four programs; RESULTS.md).
+bench-content: $(BENCH_STAMP)
+	$(PY) benchmarks/bench_content.py
 
 clean:
 	rm -rf $(DEMO) benchmarks/work

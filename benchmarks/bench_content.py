@@ -40,8 +40,8 @@ def log(message: str) -> None:
     print(f"[content {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def bench_program(name: str, count: int, train_fraction: float, jobs: int) -> None:
-    """Both builds of one program (records under WORK/NAME)."""
+def bench_program(name: str, count: int, train_fraction: float, jobs: int, variants: tuple[str, ...] = VARIANTS) -> None:
+    """The builds of one program (records under WORK/NAME/VARIANT)."""
     from prepare import prepare
 
     from mantispy.build import BuildOptions, build
@@ -50,7 +50,7 @@ def bench_program(name: str, count: int, train_fraction: float, jobs: int) -> No
         spec, train_fraction = DEMO_SPEC, 0.5
     else:
         spec = prepare(name, WORK, count=count)
-    for variant in VARIANTS:
+    for variant in variants:
         started = time.perf_counter()
         build(BuildOptions(spec=spec, out=WORK / name / variant, work=WORK / name / "build-work",
                            train_fraction=train_fraction, jobs=jobs, force=True, content=variant == "with"),
@@ -119,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--train-fraction", type=float, default=0.1)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="which builds to (re)make: with, without or both (the other's record is kept)")
     parser.add_argument("--render-only", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.render_only:
         for name in programs:
             try:
-                bench_program(name, args.count, args.train_fraction, args.jobs)
+                bench_program(name, args.count, args.train_fraction, args.jobs, tuple(args.variants.split(",")))
             except Exception as exc:  # one program failing must not lose the others
                 log(f"{name}: FAILED: {type(exc).__name__}: {exc}")
                 failed = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,10 +177,12 @@ def _forms(request: FitRequest) -> list[tuple[str, int]]:
     return selection.candidate_forms(request.form, request.degree)
 
 
-def _select(train, program_columns, input_columns, metric_col, request: FitRequest) -> selection.Selection:
+def _select(train, program_columns, input_columns, metric_col, request: FitRequest,
+            content_columns: Sequence[str] = ()) -> selection.Selection:
     y = train[metric_col].to_numpy(dtype=float)
     return selection.select(train, program_columns, input_columns, y, train["input_id"].to_numpy(),
-                            _forms(request), lambda c: _estimator(request, c), folds=request.folds, seed=request.seed)
+                            _forms(request), lambda c: _estimator(request, c), folds=request.folds, seed=request.seed,
+                            content_columns=content_columns)
 
 
 def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest, log=lambda _m: None) -> dict[str, Any]:
@@ -214,7 +217,10 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     test = frame[frame["input_id"].isin(test_ids)]
     y_train = train[measured_col].to_numpy(dtype=float)  # what estimates are judged against
     y_test = test[measured_col].to_numpy(dtype=float)
-    chosen_selection = _select(train, program_columns + inputs if program_columns else [], inputs, metric_col, request)
+    extra = {f for row in request.extra_features.values() for f in row}
+    content = [c for c in program_columns if c in extra]  # the content view: what a predictor computes by itself
+    chosen_selection = _select(train, program_columns + inputs if program_columns else [], inputs, metric_col, request,
+                               content_columns=content)
     chosen = chosen_selection.chosen
     assert chosen is not None
     floor = float(y_train.min()) / 10

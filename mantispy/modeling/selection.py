@@ -9,11 +9,13 @@ step of the fit, screening included, sees only its fold's training part):
 * ``constant``: one number for every input (the value minimising squared relative error);
 * the black box's view: the input descriptors only (numbers in argv / kwargs, input file sizes), in
   each form;
+* the content view (when the build offers content features, :mod:`mantispy.content`): the input
+  descriptors plus the content features, what a predictor computes without running any evaluator;
 * the program's view: program features plus the input descriptors, in each form.
 
 The forms (:data:`mantispy.modeling.spore.FORMS`) are the additive polynomial of scaled features
 (degree as asked) and the multiplicative log form (degrees 1 and 2). The candidate with the smallest
-cross-validated error wins; on a tie the simpler view wins (constant, then inputs, then program), so a
+cross-validated error wins; on a tie the simpler view wins (constant, inputs, content, program), so a
 model worse than a constant, or worse than the black box, on cross-validation is never chosen.
 
 The chosen candidate's out-of-fold residuals also give its prediction interval: the quantiles of
@@ -33,7 +35,7 @@ import numpy as np
 
 from .spore import ModelingError, SporeRegressor
 
-VIEWS = ("constant", "inputs", "program")
+VIEWS = ("constant", "inputs", "content", "program")
 DEFAULT_LEVELS = (0.1, 0.9)
 
 
@@ -41,7 +43,7 @@ DEFAULT_LEVELS = (0.1, 0.9)
 class Candidate:
     """One model the selection may choose: a view of the data and a form."""
 
-    view: str  # "constant", "inputs" or "program"
+    view: str  # "constant", "inputs", "content" or "program"
     form: str = "polynomial"  # "polynomial" or "log" (ignored by the constant)
     degree: int = 1
 
@@ -149,14 +151,20 @@ def score(candidate: Candidate, frame, columns: list[str], y: np.ndarray, groups
 
 
 def select(frame, program_columns: list[str], input_columns: list[str], y: np.ndarray, groups: np.ndarray,
-           forms: list[tuple[str, int]], make: EstimatorFactory, folds: int = 5, seed: int = 0) -> Selection:
-    """Score the constant, the inputs' and the program's candidates; choose the best (ties: simplest)."""
+           forms: list[tuple[str, int]], make: EstimatorFactory, folds: int = 5, seed: int = 0,
+           content_columns: Sequence[str] = ()) -> Selection:
+    """Score the constant, the inputs', the content view's (``content_columns`` with the inputs) and the
+    program's candidates; choose the best (ties: simplest)."""
     splits = group_folds(groups, folds, seed)
     selection = Selection()
     selection.scored.append(score(Candidate("constant"), frame, [], y, groups, splits, make))
     if input_columns:
         for form, degree in forms:
             selection.scored.append(score(Candidate("inputs", form, degree), frame, input_columns, y, groups, splits, make))
+    if content_columns:
+        columns = [*input_columns, *content_columns]
+        for form, degree in forms:
+            selection.scored.append(score(Candidate("content", form, degree), frame, columns, y, groups, splits, make))
     if program_columns:
         for form, degree in forms:
             selection.scored.append(score(Candidate("program", form, degree), frame, program_columns, y, groups,
@@ -171,6 +179,9 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
     elif chosen.candidate.view == "inputs" and best_program is not None:
         selection.reason = (f"the input descriptors alone ({chosen.error:.1%}) did as well as the program's features "
                             f"({best_program.error:.1%}) on cross-validation")
+    elif chosen.candidate.view == "content" and best_program is not None:
+        selection.reason = (f"the input descriptors with the content features ({chosen.error:.1%}) did as well as the "
+                            f"program's features ({best_program.error:.1%}) on cross-validation")
     else:
         selection.reason = f"smallest cross-validated error ({chosen.error:.1%})"
     return selection
