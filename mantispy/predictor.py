@@ -119,10 +119,10 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         values = {**values, **prefixed_numbers(describe_input(list(rec.argv), rec.kwargs, cwd=str(builder.spec.workdir)))}
         stored = first.loc[iid]
         if content:  # the predictor's way, checked against what the build counted (same files, same value)
-            files = list(rec.files) or argv_files(list(rec.argv), str(builder.spec.workdir))
+            input_paths = list(rec.files) or argv_files(list(rec.argv), str(builder.spec.workdir))
             started = time.perf_counter()
             try:
-                values.update(content_values(content, files, str(builder.spec.workdir)))
+                values.update(content_values(content, input_paths, str(builder.spec.workdir)))
             except OSError as exc:
                 failures.append({"input_id": iid, "error": f"content features: {exc}"})
                 continue

@@ -265,7 +265,8 @@ def generate(count=12, seed=1):
 
 @pytest.fixture(scope="module")
 def sql_build(tmp_path_factory):
-    """``mantispy build`` (the CLI) on sqlparse formatting SQL files, with content features."""
+    """``mantispy build`` (the CLI) on sqlparse formatting SQL files, with content features (and without the
+    input descriptors, so that the file's size does not stand in for them)."""
     import importlib.util
     import shutil
 
@@ -292,7 +293,7 @@ def sql_build(tmp_path_factory):
     out = root / "predictor"
     proc = subprocess.run([*MANTISPY, "build", str(root / "campaign.toml"), "-o", str(out), "--work", str(root / "work"),
                            "--train-fraction", "0.5", "--metric", "cpu", "--repeats", "1", "--lookahead", "3",
-                           "--max-rounds", "2", "--static", "--jobs", "2"],
+                           "--max-rounds", "2", "--static", "--jobs", "2", "--no-input-features"],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return root, out, proc.stdout + proc.stderr
@@ -312,7 +313,14 @@ def test_build_offers_sqlparse_regexes_as_content_features(sql_build):
 
 
 def test_a_model_using_content_features_predicts_from_its_package(sql_build, tmp_path):
+    from mantispy.build_record import BuildRecord
+    from tests.helpers import MANTISPY
+
     root, out, _ = sql_build
+    assert BuildRecord.load(out).evaluator.files >= 0  # build.json reads back (files was once the input's paths)
+    report = subprocess.run([*MANTISPY, "report", str(out), "-o", str(tmp_path / "report.html")], capture_output=True,
+                            text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
     record = json.loads((out / "build.json").read_text())
     model = record["metrics"]["cpu_s"]["model"]
     used = [f for f in model["scaling"] if f.startswith("content:")]
@@ -340,7 +348,7 @@ def test_no_content_features_keeps_them_out(sql_build, tmp_path):
     root, _, _ = sql_build
     record = build(BuildOptions(spec=root / "campaign.toml", out=tmp_path / "p", work=root / "work", metrics=("cpu_s",),
                                 train_fraction=0.5, repeats=1, lookahead=3, max_rounds=2, observed_calls=False,
-                                content=False))
+                                content=False, inputs=False))
     model = record.metrics["cpu_s"].model
     assert not any(f.startswith("content:") for f in model["scaling"])
     assert not record.evaluator.fidelity.get("content_features")
