@@ -72,7 +72,7 @@ def rows_of(name: str) -> list[str]:
     for variant in VARIANTS:
         path = WORK / name / variant / "build.json"
         if not path.exists():
-            return [f"| {name} | not built ({variant}) | | | | | | |"]
+            return [f"| {name} | not built ({variant}) | | | | | | | |"]
         records[variant] = json.loads(path.read_text())
     table_path = WORK / name / "build-work" / "content.json"
     table = json.loads(table_path.read_text()) if table_path.exists() else {}
@@ -89,12 +89,14 @@ def rows_of(name: str) -> list[str]:
         ceiling = (without.get("ceiling") or {}).get(metric, {}).get("median_rel_error")
         error = _error(with_, metric)
         ratio = f"{error / ceiling:.2f}x" if error is not None and ceiling else "n/a"
+        noise = ((with_.get("campaign") or {}).get("noise") or {}).get("cpu_s" if metric == "work_s" else metric, {})
         lines.append(f"| {name} | {metric} | {_pct(error)} | {_pct(_error(without, metric))} | {_pct(box)} | "
+                     f"{_pct(noise.get('floor'))} | "
                      f"{_pct(ceiling)} | {ratio} | {len(used)} of {len(table.get('chosen', []))} offered "
                      f"({len(table.get('candidates', []))} found) |")
     evaluator = records["with"].get("evaluator") or {}
     lines.append(f"| {name} | evaluator | {_pct(evaluator.get('median_fraction'))} of a run | "
-                 f"{_pct((records['without'].get('evaluator') or {}).get('median_fraction'))} | | | | "
+                 f"{_pct((records['without'].get('evaluator') or {}).get('median_fraction'))} | | | | | "
                  f"content fidelity: {(evaluator.get('fidelity') or {}).get('mismatch_count', 'n/a')} mismatches |")
     return lines
 
@@ -106,10 +108,11 @@ def render(programs: list[str]) -> list[str]:
         "profiled store, two builds at the default budget (5 % of a run): with content features and without; "
         "held-out median relative error; the ceiling is the model on every instrumented counter, cheap or not "
         "(from the build without content features); "
-        "ratio = with / ceiling (goal <= 1.3x).",
+        "ratio = with / ceiling (goal <= 1.3x); noise floor: the median deviation of one uninstrumented run from its "
+        "input's median (work_s is judged against CPU time, so its floor is CPU time's).",
         "",
-        "| program | metric | with content | without | black box | ceiling | ratio | content features used |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| program | metric | with content | without | black box | noise floor | ceiling | ratio | content features used |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for name in programs:
         lines += rows_of(name)
