@@ -13,6 +13,7 @@ from typing import Any
 
 from mantispy.runtime import content as content_runtime
 from mantispy.runtime import regex_probe
+from mantispy.runtime.descriptors import describe_input
 
 from .choose import choose
 from .discover import discover
@@ -94,14 +95,12 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
 
 
 def _size(record, workdir: Path) -> float:
-    total = 0.0
-    for name in input_files(record, workdir):
-        candidate = Path(name) if Path(name).is_absolute() else workdir / name
-        try:
-            total += candidate.stat().st_size
-        except OSError:
-            pass
-    return total
+    """Bytes of the input files a predictor reads for ``record`` (as the input descriptors count them)."""
+    try:
+        described = describe_input(files=input_files(record, workdir), cwd=str(workdir))
+    except OSError:
+        return 0.0
+    return float(sum(described["file_sizes"].values()))
 
 
 def chosen_columns(table: ContentTable) -> dict[str, dict[str, float]]:
