@@ -6,14 +6,16 @@ stand-in for the program's own token or line counts (see :mod:`mantispy.runtime.
 finds the patterns: it wraps :func:`re._compile` (which ``re.compile``, ``re.match``, ``re.sub`` and
 friends all call) and keeps, once per (pattern, flags), the first place in the program's own files
 that compiled it: the first frame outside the ``re`` package, when that frame's file lies under the
-program's root. Patterns compiled by the standard library or other packages for their own use
-(argparse, json) are left out.
+program's root; where that frame is a helper that compiles the pattern it was given (Whoosh's
+``rcompile``), its caller in the program (``via`` names the helper's line). Patterns compiled by the
+standard library or other packages for their own use (argparse, json) are left out.
 
 Use: ``python -m mantispy.runtime.regex_probe SCRIPT|-m MODULE ARGS...`` with ``MANTIS_REGEX_OUT`` (a
 folder: each process writes ``regex-PID.json`` there at exit) and ``MANTIS_REGEX_ROOT`` (the program's
 root folder) in the environment. Each file: ``{"format", "version", "root", "patterns": [{"pattern",
-"bytes", "flags", "file", "line", "qualname"}]}``; a bytes pattern is stored latin-1 decoded. Not
-recorded: processes that end through ``os._exit`` or a signal, child processes. Standard library only.
+"bytes", "flags", "file", "line", "qualname", "via" (where a helper compiled it)}]}``; a bytes pattern
+is stored latin-1 decoded. Not recorded: processes that end through ``os._exit`` or a signal, child
+processes. Standard library only.
 """
 
 from __future__ import annotations
@@ -36,6 +38,35 @@ VERSION = 1
 
 _RE_DIR = os.path.dirname(os.path.realpath(re.__file__))
 _SKIPPED = (_RE_DIR + os.sep, os.path.realpath(__file__), os.path.realpath(os.path.join(_RE_DIR, "..", "functools.py")))
+
+
+MAX_HELPERS = 4
+"""How many helper functions (``rcompile(pattern)`` wrapping ``re.compile``) the probe looks through."""
+
+
+def _passes_through(frame: types.FrameType, pattern: object) -> bool:
+    """Whether ``frame``'s function received ``pattern`` itself as an argument: a helper that compiles what
+    it is given, so the pattern belongs to its caller."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount
+    if not count:
+        return False
+    values = frame.f_locals
+    return any(values.get(name) is pattern for name in code.co_varnames[:count])
+
+
+def _qualname(frame: types.FrameType) -> str:
+    """The function's qualified name; for a method inherited by the receiver's class, with that class
+    (``TaggingPlugin.__init__ (WildcardPlugin)``), since a base class often compiles its subclasses' patterns."""
+    code = frame.f_code
+    name = getattr(code, "co_qualname", code.co_name)
+    if code.co_argcount:
+        receiver = frame.f_locals.get(code.co_varnames[0])
+        cls = receiver if isinstance(receiver, type) else type(receiver)
+        owner = name.rsplit(".", 1)[0] if "." in name else None
+        if code.co_varnames[0] in ("self", "cls") and owner and cls.__qualname__ != owner:
+            return f"{name} ({cls.__qualname__})"
+    return name
 
 
 class Probe:
@@ -61,12 +92,25 @@ class Probe:
         rel = self._rel(frame.f_code.co_filename)
         if rel is None:
             return
+        via = None
+        for _ in range(MAX_HELPERS):
+            caller = frame.f_back
+            if caller is None or not _passes_through(frame, compiled.pattern):
+                break
+            caller_rel = self._rel(caller.f_code.co_filename)
+            if caller_rel is None:
+                break
+            via = via or f"{rel}:{frame.f_lineno}"
+            frame, rel = caller, caller_rel
         is_bytes = isinstance(compiled.pattern, bytes)
-        self.found[key] = {
+        found = {
             "pattern": compiled.pattern.decode("latin-1") if is_bytes else compiled.pattern,
             "bytes": is_bytes, "flags": int(compiled.flags), "file": rel, "line": frame.f_lineno,
-            "qualname": getattr(frame.f_code, "co_qualname", frame.f_code.co_name),
+            "qualname": _qualname(frame),
         }
+        if via:
+            found["via"] = via
+        self.found[key] = found
 
     def _rel(self, filename: str) -> str | None:
         if filename not in self._relative:

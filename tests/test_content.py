@@ -89,6 +89,52 @@ def test_probe_finds_the_programs_own_patterns_and_where_they_were_compiled(tmp_
     assert all(c.id.startswith("content:") for c in candidates)
 
 
+HELPER_PROGRAM = {
+    "util.py": """\
+import re
+
+def rcompile(pattern, flags=0):
+    return re.compile(pattern, re.UNICODE | flags)
+""",
+    "plugins.py": """\
+from util import rcompile
+
+DIGITS = rcompile(r"[0-9]+")
+
+class Tagging:
+    expr = None
+
+    def __init__(self, expr=None):
+        self.expr = rcompile(expr or self.expr)
+
+class Star(Tagging):
+    expr = r"[*]"
+""",
+    "main.py": """\
+import sys
+from plugins import DIGITS, Star
+text = open(sys.argv[1]).read()
+print(len(DIGITS.findall(text)), len(Star().expr.findall(text)))
+""",
+}
+
+
+def test_probe_looks_through_helpers_that_compile_the_pattern_they_are_given(tmp_path):
+    root = tmp_path / "app"
+    root.mkdir()
+    for name, text in HELPER_PROGRAM.items():
+        (root / name).write_text(text)
+    (tmp_path / "in.txt").write_text("a* 12 b* 3\n")
+    proc = _probe(root, tmp_path / "probe", "in.txt")
+    assert proc.returncode == 0 and proc.stdout == "2 2\n", proc.stderr
+    found = {p["pattern"]: p for p in read_probe_files(tmp_path / "probe")}
+    assert (found["[0-9]+"]["file"], found["[0-9]+"]["line"], found["[0-9]+"]["qualname"]) == ("plugins.py", 3, "<module>")
+    assert found["[0-9]+"]["via"] == "util.py:4"
+    star = found["[*]"]  # `expr or self.expr` is not the helper's argument passed on: the place is the method
+    assert (star["file"], star["line"], star["qualname"]) == ("plugins.py", 9, "Tagging.__init__ (Star)")
+    assert star["via"] == "util.py:4"
+
+
 def test_counts_match_what_the_program_computes(tmp_path):
     root = _program(tmp_path)
     candidates = candidates_from(read_probe_files(_probe_dir(root, tmp_path)))
