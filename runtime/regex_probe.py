@@ -138,6 +138,9 @@ def install(root: str, out_dir: str | None = None) -> Probe:
             pass
         return compiled
 
+    # Pickling a compiled pattern stores a reference to ``re._compile`` (copyreg): the wrapper answers to that
+    # name, so the program's pickles stay what they were (Whoosh pickles its schema's patterns).
+    _compile.__module__, _compile.__qualname__ = "re", "_compile"
     re._compile = _compile  # type: ignore[attr-defined]
     if out_dir:
         target = os.path.join(os.path.abspath(out_dir), f"regex-{os.getpid()}.json")

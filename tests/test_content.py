@@ -135,6 +135,20 @@ def test_probe_looks_through_helpers_that_compile_the_pattern_they_are_given(tmp
     assert star["via"] == "util.py:4"
 
 
+def test_a_probed_program_can_pickle_its_compiled_patterns(tmp_path):
+    """A pickled pattern refers to re._compile; under the probe that must still name something picklable
+    (Whoosh pickles its schema, analyzers' patterns included: every probed Whoosh run failed)."""
+    root = tmp_path / "app"
+    root.mkdir()
+    (root / "main.py").write_text("import pickle, re\nWORD = re.compile(r'[a-z]+')\n"
+                                  "copy = pickle.loads(pickle.dumps(WORD))\nprint(copy.pattern, len(pickle.dumps(WORD)))\n")
+    plain = subprocess.run([sys.executable, str(root / "main.py")], capture_output=True, text=True, timeout=60)
+    proc = _probe(root, tmp_path / "probe")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == plain.stdout  # the same pickle, byte count included
+    assert [p["pattern"] for p in read_probe_files(tmp_path / "probe")] == ["[a-z]+"]
+
+
 def test_counts_match_what_the_program_computes(tmp_path):
     root = _program(tmp_path)
     candidates = candidates_from(read_probe_files(_probe_dir(root, tmp_path)))
