@@ -28,8 +28,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+from array import array
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
@@ -129,6 +132,11 @@ class SDG:
         self.constant_defs: _ConstantDefs = _ConstantDefs({}, None, {})  # see _import_time_constants
         self.precision = Precision()
         self.memo: dict[tuple, MemoCache] = {}  # location of a transparent memo cache -> the cache
+        # Summary edges, kept out of the networkx graph (a large package has millions; an edge there costs
+        # several hundred bytes): pairs of numbers into summary_nodes. Read them with labelled_edges().
+        self.summary_nodes: list[Node] = []
+        self.summary_sources = array("q")
+        self.summary_targets = array("q")
 
     # ------------------------------------------------------------------ nodes
     @staticmethod
@@ -155,6 +163,19 @@ class SDG:
 
     def add_edge(self, a: Node, b: Node, kind: str, label=None) -> None:
         self.graph.add_edge(a, b, key=(kind, label), kind=kind, label=label)
+
+    def labelled_edges(self) -> Iterator[tuple[Node, Node, str, Any]]:
+        """(source, target, kind, label) of every edge: the graph's, then the summary edges."""
+        for a, b, data in self.graph.edges(data=True):
+            yield a, b, data["kind"], data.get("label")
+        nodes = self.summary_nodes
+        for a, b in zip(self.summary_sources, self.summary_targets):
+            yield nodes[a], nodes[b], "summary", None
+
+    @property
+    def summary_count(self) -> int:
+        """How many summary edges the SDG has."""
+        return len(self.summary_sources)
 
     def span_of(self, node: Node) -> tuple[str, tuple] | None:
         """(file, ast span) of the source a node stands for (actuals: their call's statement)."""
@@ -1451,41 +1472,73 @@ def _summary_edges(sdg: SDG) -> None:
 
     The path edges (node, formal-out it reaches) are kept per node as a bitset over its procedure's
     formal-outs (intraprocedural edges never leave a procedure), and the worklist carries only the
-    bits that are new at a node: on a 25 kLOC package a set of node pairs needed over 7 GiB."""
+    bits that are new at a node: on a 25 kLOC package a set of node pairs needed over 7 GiB. The
+    worklist runs on integer node numbers and predecessor lists compiled once from the graph (the
+    networkx adjacency and edge checks took most of the time); the summary edges found are kept beside
+    the graph (:meth:`SDG.labelled_edges`), not in it."""
     graph = sdg.graph
-    pred = graph.pred
-    fouts: dict[ProcKey, list[Node]] = defaultdict(list)
-    reaches: dict[Node, int] = {}
-    work: list[tuple[Node, int]] = []
+    number: dict[Node, int] = {}
+    nodes: list[Node] = []
+    preds: list[list[int]] = []
+    reaches: list[int] = []
 
-    def propagate(x: Node, bits: int) -> None:
-        new = bits & ~reaches.get(x, 0)
-        if new:
-            reaches[x] = reaches.get(x, 0) | new
-            work.append((x, new))
+    def node_id(node: Node) -> int:
+        found = number.get(node)
+        if found is None:
+            found = number[node] = len(nodes)
+            nodes.append(node)
+            preds.append([])
+            reaches.append(0)
+        return found
 
-    for node in list(graph.nodes):
+    for node in graph.nodes:
+        node_id(node)
+    for x, incoming in graph.pred.items():
+        # def edges leave the procedure; control, data and summary edges stay inside it
+        preds[number[x]] = [number[p] for p, keys in incoming.items()
+                            if any(kind in INTRA and label != "def" for kind, label in keys)]
+    fouts: dict[ProcKey, list[tuple]] = defaultdict(list)  # procedure -> the locations of its formal-outs, by bit
+    callers: dict[ProcKey, list[tuple]] = {}
+    work: list[tuple[int, int]] = []
+    for node in list(nodes):
         if node[0] == "fout":
-            fouts[node[1]].append(node)
-            propagate(node, 1 << (len(fouts[node[1]]) - 1))
+            fouts[node[1]].append(node[2])
+            i = number[node]
+            reaches[i] = 1 << (len(fouts[node[1]]) - 1)
+            work.append((i, reaches[i]))
+    summaries: set[tuple[int, int]] = set()
     while work:
         x, bits = work.pop()
-        if x[0] == "fin":
-            proc, loc_in = x[1], x[2]
+        node = nodes[x]
+        if node[0] == "fin":
+            proc, loc_in = node[1], node[2]
             outs = fouts[proc]
+            calls = callers.get(proc)
+            if calls is None:
+                calls = callers[proc] = [call.id for call in sdg.calls_to.get(proc, [])]
             while bits:
                 low = bits & -bits
                 bits ^= low
-                loc_out = outs[low.bit_length() - 1][2]
-                for call in sdg.calls_to.get(proc, []):
-                    ain = sdg.actual("ain", call, loc_in)
-                    aout = sdg.actual("aout", call, loc_out)
-                    if not graph.has_edge(ain, aout, key=("summary", None)):
-                        sdg.add_edge(ain, aout, "summary")
-                        later = reaches.get(aout, 0)
-                        if later:
-                            propagate(ain, later)
+                loc_out = outs[low.bit_length() - 1]
+                for call_id in calls:
+                    ain = node_id(("ain", call_id, loc_in))
+                    aout = node_id(("aout", call_id, loc_out))
+                    if (ain, aout) not in summaries:
+                        summaries.add((ain, aout))
+                        preds[aout].append(ain)
+                        later = reaches[aout]
+                        new = later & ~reaches[ain]
+                        if new:
+                            reaches[ain] |= new
+                            work.append((ain, new))
             continue
-        for p, edges in pred[x].items():
-            if any(kind in INTRA and label != "def" for kind, label in edges):  # def edges leave the procedure
-                propagate(p, bits)
+        for p in preds[x]:
+            new = bits & ~reaches[p]
+            if new:
+                reaches[p] |= new
+                work.append((p, new))
+    graph.add_nodes_from(nodes[len(graph):])  # actuals no dependence had made (a callee's formal no caller passes)
+    sdg.summary_nodes = nodes
+    for a, b in sorted(summaries):
+        sdg.summary_sources.append(a)
+        sdg.summary_targets.append(b)

@@ -358,9 +358,8 @@ def clause_headers(cfg) -> list[tuple[tuple, list[int]]]:
 
 
 def _labelled(sdg: SDG) -> Iterator[tuple[Node, Node, str, Any]]:
-    """(source, target, kind, label) of every SDG edge."""
-    for a, b, data in sdg.graph.edges(data=True):
-        yield a, b, data["kind"], data.get("label")
+    """(source, target, kind, label) of every SDG edge, summary edges included."""
+    return sdg.labelled_edges()
 
 
 def in_class_body(sdg: SDG, node: Node) -> bool:

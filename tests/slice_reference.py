@@ -47,9 +47,9 @@ def _constant_writers(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]
     Returns (to expand with both passes, with pass 2 only)."""
     ascend: set[Node] = set()
     descend: set[Node] = set()
-    for writer, reader, data in sdg.graph.edges(data=True):
-        if data["kind"] == "global" and reader in nodes:
-            (descend if import_time_given(sdg, writer, reader, data.get("label")) else ascend).add(writer)
+    for writer, reader, kind, label in sdg.labelled_edges():
+        if kind == "global" and reader in nodes:
+            (descend if import_time_given(sdg, writer, reader, label) else ascend).add(writer)
     return ascend, descend
 
 
@@ -121,8 +121,8 @@ def _predecessors(sdg: SDG, kinds: frozenset[str]) -> dict[Node, list[Node]]:
     cache = sdg.__dict__.setdefault("_pred_cache", {})
     if kinds not in cache:
         preds: dict[Node, list[Node]] = {}
-        for a, b, data in sdg.graph.edges(data=True):
-            if data["kind"] in kinds:
+        for a, b, kind, _label in sdg.labelled_edges():
+            if kind in kinds:
                 preds.setdefault(b, []).append(a)
         cache[kinds] = preds
     return cache[kinds]
