@@ -1,12 +1,14 @@
-"""Benchmark: building CFGs, PDGs and the call graph of real third-party packages (issue 5).
+"""Benchmark: building CFGs, PDGs, the call graph and the SDG of real third-party packages (issues 5, 18).
 
 Each package's wheel is downloaded from PyPI (pip download, no install) and unpacked into
-benchmarks/work/src/; each analysis runs in a fresh child process so its peak memory is its own.
-Phases: parse (Program.load), CFG + PDG of every code unit of every file, call graph (astroid), and a
-second CFG + PDG pass that hits the per-file cache (keyed by content hash). Writes its section of
-benchmarks/RESULTS.md.
+benchmarks/work/src/; each analysis runs in a fresh child process (benchmarks/slicer_phases.py) so its
+peak memory is its own, sampled by this process every half second as well. Phases: parse (Program.load),
+CFG + PDG of every code unit of every file, call graph (astroid), a second CFG + PDG pass that hits the
+per-file cache (keyed by content hash); with ``--sdg`` (the default) the SDG with its summary edges and
+every feature sliced, under a time limit per package. Writes its section of benchmarks/RESULTS.md; rows
+are kept per package in benchmarks/work/bench_slicer.json, so packages can be rerun one at a time.
 
-    .venv/bin/python benchmarks/bench_slicer.py [--packages jinja2==3.1.6 pyparsing==3.3.3 docutils==0.23]
+    .venv/bin/python benchmarks/bench_slicer.py [--packages jinja2==3.1.6 pyparsing==3.3.3] [--limit 900] [--no-sdg]
 """
 
 from __future__ import annotations
@@ -15,43 +17,21 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
+
+import psutil
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from results import machine_fingerprint, write_section  # noqa: E402
 
 WORK = HERE / "work" / "src"
-DEFAULT = ["jinja2==3.1.6", "pyparsing==3.3.3", "docutils==0.23"]
+DEFAULT = ["jinja2==3.1.6", "pyparsing==3.3.3", "docutils==0.23", "whoosh==2.7.4"]
+ROWS = HERE / "work" / "bench_slicer.json"
+GOAL_S, GOAL_MIB = 120, 6 * 1024  # issue 18: SDG + summary edges + every feature sliced
 
-CHILD = r"""
-import json, resource, sys, time
-from mantispy.slicer.program import Program
-from mantispy.slicer.lookup import graphs_for
-from mantispy.slicer.callgraph import build_call_graph
-root = sys.argv[1]
-t = time.perf_counter(); program = Program.load(root); parse = time.perf_counter() - t
-t = time.perf_counter()
-units = vertices = edges = 0
-for source in program.files:
-    g = graphs_for(source)
-    units += len(g.cfgs)
-    vertices += sum(len(c.vertices) for c in g.cfgs.values())
-    edges += sum(p.graph.number_of_edges() for p in g.pdgs.values())
-pdg = time.perf_counter() - t
-t = time.perf_counter()
-for source in program.files:
-    graphs_for(source)
-cached = time.perf_counter() - t
-t = time.perf_counter(); cg = build_call_graph(program, None); callgraph = time.perf_counter() - t
-sites = len(cg.sites) if hasattr(cg, "sites") else None
-print(json.dumps({"files": len(program.files), "problems": len(program.problems),
-    "lines": sum(s.source.count("\n") for s in program.files), "units": units, "vertices": vertices,
-    "pdg_edges": edges, "parse_s": parse, "pdg_s": pdg, "cached_s": cached, "callgraph_s": callgraph,
-    "call_sites": sites, "unresolved": len(cg.unresolved), "functions": len(cg.to_pycg()),
-    "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
 
 
 def fetch(spec: str) -> Path:
@@ -69,36 +49,90 @@ def fetch(spec: str) -> Path:
     return target
 
 
+def analyse(root: Path, sdg: bool, limit: float) -> dict:
+    """Run the phases child on ``root``; the last phase it reached, with its peak RSS (MiB, the most of
+    the child's own figure and this process's samples) and whether it ran out of time."""
+    command = [sys.executable, str(HERE / "slicer_phases.py"), str(root), *(["--sdg"] if sdg else [])]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watched = psutil.Process(child.pid)
+    started, peak, timed_out = time.monotonic(), 0.0, False
+    while child.poll() is None:
+        try:
+            peak = max(peak, watched.memory_info().rss / 2**20)
+        except psutil.Error:
+            pass
+        if time.monotonic() - started > limit:
+            child.kill()
+            timed_out = True
+            break
+        time.sleep(0.5)
+    out, err = child.communicate()
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    if not rows:
+        print(err[-2000:], file=sys.stderr)
+        raise SystemExit(f"analysis of {root} failed before its first phase")
+    if child.returncode not in (0, None) and not timed_out:
+        print(err[-2000:], file=sys.stderr)
+    last = rows[-1]
+    last.update(peak_mib=max(peak, last["peak_mib"]), timed_out=timed_out, limit_s=limit,
+                elapsed_s=time.monotonic() - started)
+    return last
+
+
+def _stored() -> dict:
+    return json.loads(ROWS.read_text()) if ROWS.exists() else {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--packages", nargs="+", default=DEFAULT)
+    parser.add_argument("--no-sdg", action="store_true", help="only the per-file graphs and the call graph")
+    parser.add_argument("--limit", type=float, default=900.0, help="seconds per package before it is stopped")
     args = parser.parse_args()
-    rows = []
+    stored = _stored()
     for spec in args.packages:
-        root = fetch(spec)
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(root)], capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0:
-            print(proc.stderr[-2000:], file=sys.stderr)
-            raise SystemExit(f"analysis of {spec} failed")
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        data = analyse(fetch(spec), not args.no_sdg, args.limit)
         data["package"] = spec
-        rows.append(data)
-        print(json.dumps(data))
+        stored[spec] = data
+        ROWS.parent.mkdir(parents=True, exist_ok=True)
+        ROWS.write_text(json.dumps(stored, indent=1) + "\n")
+        print(json.dumps(data), flush=True)
+    rows = [stored[k] for k in sorted(stored, key=lambda k: DEFAULT.index(k) if k in DEFAULT else len(DEFAULT))]
     lines = [
         "Whole-program analysis of unpacked PyPI wheels, each in a fresh process (peak = its max RSS).",
         "",
-        "| package | files | lines | code units | CFG vertices | PDG edges | parse s | CFG+PDG s | cached again s | call graph s | total s | functions | unresolved call sites | peak MiB |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| package | files | lines | code units | CFG vertices | PDG edges | parse s | CFG+PDG s | cached again s | call graph s | total s | functions | unresolved call sites |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
+        if "callgraph_s" not in r:
+            continue
         total = r["parse_s"] + r["pdg_s"] + r["callgraph_s"]
         lines.append(
             f"| {r['package']} | {r['files']} | {r['lines']} | {r['units']} | {r['vertices']} | {r['pdg_edges']} | "
             f"{r['parse_s']:.1f} | {r['pdg_s']:.1f} | {r['cached_s']:.2f} | {r['callgraph_s']:.1f} | {total:.1f} | "
-            f"{r['functions']} | {r['unresolved']} | {r['peak_mib']:.0f} |"
+            f"{r['functions']} | {r['unresolved']} |"
         )
-    lines += ["", "Target: 20 kLOC in well under 30 s. The cache is per process, keyed by each file's content hash."]
-    write_section("bench_slicer", "Program representation speed (issue 5)", machine_fingerprint(), lines)
+    lines += ["", "Target: 20 kLOC in well under 30 s. The cache is per process, keyed by each file's content hash.", "",
+              f"SDG scale (issue 18's goal: SDG + summary edges + every feature sliced in <= {GOAL_S} s and "
+              f"<= {GOAL_MIB // 1024} GB peak). The whole package, every module, no entry script; each run stopped "
+              "after its time limit. \"analysis s\" is the child's whole run (parse, graphs, call graph, SDG, "
+              "slices); peak is its largest resident size.", "",
+              "| package | lines | SDG + summary edges s | SDG vertices | SDG edges | summary edges | features | slicing all s (distinct slices) | analysis s | peak MiB | goal |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        if "sdg_s" not in r and not r.get("timed_out"):
+            continue
+        if "sdg_s" in r:
+            sdg = f"{r['sdg_s']:.1f} | {r['sdg_nodes']:,} | {r['sdg_edges']:,} | {r['summary_edges']:,}"
+        else:
+            sdg = f"not finished in {r['limit_s']:.0f} s | | |"
+        sliced = (f"{r['features']:,} | {r['slice_all_s']:.1f} ({r['distinct_slices']:,})" if "slice_all_s" in r
+                  else "| not reached" if "sdg_s" not in r else f"| not finished in {r['limit_s']:.0f} s")
+        met = "sdg_s" in r and "slice_all_s" in r and r["elapsed_s"] <= GOAL_S and r["peak_mib"] <= GOAL_MIB
+        lines.append(f"| {r['package']} | {r['lines']} | {sdg} | {sliced} | {r['elapsed_s']:.0f} | "
+                     f"{r['peak_mib']:.0f} | {'met' if met else 'NOT met'} |")
+    write_section("bench_slicer", "Program representation speed (issues 5, 18)", machine_fingerprint(), lines)
 
 
 if __name__ == "__main__":
