@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE / "suite"))
 
 from results import machine_fingerprint, write_section  # noqa: E402
 
-PROGRAMS = ("pycparser", "sqlparse", "markdown", "mistune")
+PROGRAMS = ("pycparser", "sqlparse", "markdown", "mistune", "whoosh")
 DEMO = "demo"
 DEMO_SPEC = HERE.parent / "examples" / "campaigns" / "minisearch-demo.toml"
 WORK = HERE / "work" / "content"
