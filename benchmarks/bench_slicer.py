@@ -88,9 +88,10 @@ def main() -> None:
     parser.add_argument("--packages", nargs="+", default=DEFAULT)
     parser.add_argument("--no-sdg", action="store_true", help="only the per-file graphs and the call graph")
     parser.add_argument("--limit", type=float, default=900.0, help="seconds per package before it is stopped")
+    parser.add_argument("--render-only", action="store_true", help="write the section from the stored rows")
     args = parser.parse_args()
     stored = _stored()
-    for spec in args.packages:
+    for spec in [] if args.render_only else args.packages:
         data = analyse(fetch(spec), not args.no_sdg, args.limit)
         data["package"] = spec
         stored[spec] = data
@@ -116,7 +117,8 @@ def main() -> None:
     lines += ["", "Target: 20 kLOC in well under 30 s. The cache is per process, keyed by each file's content hash.", "",
               f"SDG scale (issue 18's goal: SDG + summary edges + every feature sliced in <= {GOAL_S} s and "
               f"<= {GOAL_MIB // 1024} GB peak). The whole package, every module, no entry script; each run stopped "
-              "after its time limit. \"analysis s\" is the child's whole run (parse, graphs, call graph, SDG, "
+              "after its time limit. The goal is judged on SDG + summary edges s plus slicing all s, and the peak; "
+              "\"analysis s\" is the child's whole run (parse, graphs, call graph, the manifest's features, SDG, "
               "slices); peak is its largest resident size.", "",
               "| package | lines | SDG + summary edges s | SDG vertices | SDG edges | summary edges | features | slicing all s (distinct slices) | analysis s | peak MiB | goal |",
               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -129,7 +131,7 @@ def main() -> None:
             sdg = f"not finished in {r['limit_s']:.0f} s | | |"
         sliced = (f"{r['features']:,} | {r['slice_all_s']:.1f} ({r['distinct_slices']:,})" if "slice_all_s" in r
                   else "| not reached" if "sdg_s" not in r else f"| not finished in {r['limit_s']:.0f} s")
-        met = "sdg_s" in r and "slice_all_s" in r and r["elapsed_s"] <= GOAL_S and r["peak_mib"] <= GOAL_MIB
+        met = "slice_all_s" in r and r["sdg_s"] + r["slice_all_s"] <= GOAL_S and r["peak_mib"] <= GOAL_MIB
         lines.append(f"| {r['package']} | {r['lines']} | {sdg} | {sliced} | {r['elapsed_s']:.0f} | "
                      f"{r['peak_mib']:.0f} | {'met' if met else 'NOT met'} |")
     write_section("bench_slicer", "Program representation speed (issues 5, 18)", machine_fingerprint(), lines)
