@@ -1,12 +1,12 @@
 """One package's whole-program analysis, phase by phase, for benchmarks/bench_slicer.py (run as a child so
 that its peak memory is its own).
 
-    python benchmarks/slicer_phases.py ROOT [--sdg]
+    python benchmarks/slicer_phases.py ROOT [--sdg] [--entry SCRIPT]
 
 Prints one JSON line after each phase (so that a parent that stops a slow run still knows how far it got):
 parse, CFG + PDG of every code unit, the same again from the per-file cache, the call graph; with
-``--sdg`` also the system dependence graph with its summary edges (every module, no entry: a library is
-analysed as a whole) and every feature of the instrumentor's manifest sliced, each distinct slice once.
+``--sdg`` also the system dependence graph with its summary edges (of the modules ``--entry`` imports, or
+of every module) and every feature of the instrumentor's manifest sliced, each distinct slice once.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("--sdg", action="store_true", help="also the SDG with summary edges and every feature sliced")
+    parser.add_argument("--entry", help="the entry script (relative to ROOT): the call graph and SDG cover what it imports")
     args = parser.parse_args()
 
     from mantispy.slicer.callgraph import build_call_graph
@@ -56,7 +57,7 @@ def main() -> None:
     row.update(cached_s=time.perf_counter() - started)
     _emit(row)
     started = time.perf_counter()
-    callgraph = build_call_graph(program, None)
+    callgraph = build_call_graph(program, args.entry)
     row.update(phase="callgraph", callgraph_s=time.perf_counter() - started, unresolved=len(callgraph.unresolved),
                functions=len(callgraph.to_pycg()))
     _emit(row)
