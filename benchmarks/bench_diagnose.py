@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -36,8 +37,9 @@ from results import machine_fingerprint, write_section  # noqa: E402
 from mantispy.campaign import load_spec  # noqa: E402
 from mantispy.diagnosis.analysis import diagnose  # noqa: E402
 from mantispy.diagnosis.changes import diff_trees  # noqa: E402
+from mantispy.diagnosis.counting import count_versions  # noqa: E402
 from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, profile_versions  # noqa: E402
-from mantispy.diagnosis.types import Settings  # noqa: E402
+from mantispy.diagnosis.types import COUNT_KINDS, Settings  # noqa: E402
 
 INPUT_COUNT, INPUT_SEED = 6, 3
 
@@ -63,17 +65,28 @@ def run_case(case, spec_path: Path, work: Path, repeats: int, candidate_repeats:
     patterns = {BASELINE: sorted({changes.baseline_name(n) for n in changes.touched}), CANDIDATE: changes.touched}
     runs = profile_versions(spec, {BASELINE: baseline, CANDIDATE: candidate}, patterns, spec.inputs,
                             {BASELINE: repeats, CANDIDATE: candidate_repeats}, seed)
-    diagnosis = diagnose(changes, runs, Settings(seed=seed))
+    counters_only = diagnose(changes, runs, Settings(seed=seed))
+    counted = time.perf_counter()
+    counts = count_versions(spec, {BASELINE: baseline, CANDIDATE: candidate}, spec.inputs, seed)
+    count_seconds = time.perf_counter() - counted
+    diagnosis = diagnose(changes, runs, Settings(seed=seed), counts)
     shutil.rmtree(candidate, ignore_errors=True)
+    grew = [c for c in diagnosis.count_changes if c.regressed]
     fits = [f.fit_seconds for f in diagnosis.findings if f.fit_seconds is not None]
     failed = [r for r in runs if r.status != "ok"]
     return {"case": case, "verdict": diagnosis.verdict, "function": diagnosis.function, "counter": diagnosis.counter,
             "effect": diagnosis.effect, "confidence": diagnosis.confidence, "cpu": diagnosis.cpu_total,
             "floor": diagnosis.noise_floor, "touched": len(changes.touched), "fit_max": max(fits, default=0.0),
-            "seconds": time.perf_counter() - started, "failed": len(failed)}
+            "seconds": time.perf_counter() - started, "failed": len(failed),
+            "counters_only": counters_only.verdict, "count_seconds": count_seconds,
+            "count_failed": sum(r.status != "ok" for r in counts),
+            "grew": "-" if not grew else f"{COUNT_KINDS[grew[0].kind]} of {grew[0].function} x{grew[0].effect:.2f}"
+                                          + (f" (+{len(grew) - 1} more)" if len(grew) > 1 else "")}
 
 
 def _pct(value: float | None) -> str:
+    if value is not None and value >= 10:
+        return f"x{value:.3g}"
     return "-" if value is None else f"{(value - 1) * 100:+.1f}%"
 
 
@@ -102,6 +115,7 @@ def main() -> None:
     truth = [r["case"].kind == "regression" for r in rows]
     ours = f1(truth, [r["verdict"] == "regression" for r in rows])
     theirs = f1(truth, [r["cpu"].verdict == "regression" for r in rows])
+    counters = f1(truth, [r["counters_only"] == "regression" for r in rows])
     regressions = [r for r in rows if r["case"].kind == "regression"]
     right_function = sum(r["function"] == r["case"].function for r in regressions)
     right_counter = sum(r["counter"] == r["case"].counter for r in regressions)
@@ -114,10 +128,14 @@ def main() -> None:
         "default settings (k = 2, least effect 5 %, half the runs flagged, one-sided p <= 0.05). *CPU total*: the "
         "whole process's CPU time compared per input with the same effect and significance rule (pyperf "
         "compare_to's style), the comparison a diagnosis must beat. Effects are on the median input; the noise "
-        "floor is the median relative deviation between the baseline's repeats of an input.",
+        "floor is the median relative deviation between the baseline's repeats of an input. *Program counts*: "
+        "one run of an instrumented copy of each version per input (loops, calls, handlers); the first count "
+        "that grew is shown, and the verdict rests on counts only where no counter finding decided it; "
+        "*counters only* is the verdict of the same runs without the counts.",
         "",
-        "| case | kind | seeded in (counter) | verdict | named function (counter) | effect | CPU total | noise floor |",
-        "| --- | --- | --- | --- | --- | ---: | --- | ---: |",
+        "| case | kind | seeded in (counter) | verdict | named function (counter) | effect | program counts that grew "
+        "| counters only | CPU total | noise floor |",
+        "| --- | --- | --- | --- | --- | ---: | --- | --- | --- | ---: |",
     ]
     for r in rows:
         case = r["case"]
@@ -128,19 +146,25 @@ def main() -> None:
         seeded = f"{case.function} ({case.counter})" if case.kind == "regression" else case.function
         floor = "-" if r["floor"] is None else f"{r['floor']:.1%}"
         failed = f" ({r['failed']} runs failed)" if r["failed"] else ""
+        count_failed = f" ({r['count_failed']} counting runs failed)" if r["count_failed"] else ""
         lines.append(f"| {case.name} | {case.kind}: {case.what} | {seeded} | {r['verdict']}{failed} | {named}{mark} | "
-                     f"{_pct(r['effect'])} | {_pct(r['cpu'].ratio)} {r['cpu'].verdict} | {floor} |")
+                     f"{_pct(r['effect'])} | {r['grew']}{count_failed} | {r['counters_only']} | "
+                     f"{_pct(r['cpu'].ratio)} {r['cpu'].verdict} | {floor} |")
     fit_max = max((r["fit_max"] for r in rows), default=0.0)
     lines += [
         "",
         f"- **Verdict F1: {ours[0]:.2f}** ({ours[1]} regressions found, {ours[2]} false alarms, {ours[3]} missed) "
         f"against **{theirs[0]:.2f}** for the CPU total ({theirs[1]} found, {theirs[2]} false alarms, {theirs[3]} "
-        "missed). Goal: F1 >= 0.95.",
+        f"missed), and **{counters[0]:.2f}** from the counters alone, without the program counts ({counters[1]} "
+        f"found, {counters[2]} false alarms, {counters[3]} missed). Goal: F1 >= 0.95.",
         f"- **Root cause top-1**: function {right_function}/{len(regressions)} of the seeded regressions "
         f"({right_function / max(len(regressions), 1):.0%}; {sum(r['function'] == r['case'].function for r in found)}"
         f"/{len(found)} of those found), counter {right_counter}/{len(regressions)} "
         f"({right_counter / max(len(regressions), 1):.0%}). Goal: >= 90 %. The CPU total names neither.",
         f"- **Training**: the slowest autoencoder fit took {fit_max:.2f} s of CPU (goal <= 10 s per model).",
+        f"- **Counting**: instrumenting both versions and one counting run each per input took "
+        f"{statistics.median(r['count_seconds'] for r in rows):.0f} s per case (median; "
+        f"{max(r['count_seconds'] for r in rows):.0f} s at most).",
         "- Profiling overhead: see \"Per-function counter profiles: overhead\" (the same profiler).",
     ]
     for line in lines:

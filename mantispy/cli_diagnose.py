@@ -55,6 +55,9 @@ def _refuse_existing(path: Path | None, option: str) -> None:
               help="Threshold: mean + k standard deviations of the baseline's reconstruction errors.")
 @click.option("--min-effect", type=click.FloatRange(0), default=0.05, show_default=True,
               help="Least change of a counter on the median input that counts (0.05: 5 %).")
+@click.option("--counts/--no-counts", "with_counts", default=True, show_default=True,
+              help="Also compare mantispy's program counts (loop iterations, calls, exception handlers entered) "
+              "from one run of an instrumented copy of each version per input.")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
               help="Seeds the choice of inputs, the run order and the models.")
 @click.option("-o", "--out", type=click.Path(path_type=Path), help="Write the diagnosis as JSON here (not over an "
@@ -67,7 +70,7 @@ def _refuse_existing(path: Path | None, option: str) -> None:
               "(no profiling).")
 @click.argument("spec", type=click.Path(path_type=Path), required=False)
 def diagnose(baseline: Path | None, candidate: Path | None, input_count: int, repeats: int, candidate_repeats: int,
-             k: float, min_effect: float, seed: int, out: Path | None, html_out: Path | None, as_json: bool,
+             k: float, min_effect: float, with_counts: bool, seed: int, out: Path | None, html_out: Path | None, as_json: bool,
              fail_on_regression: bool, show: Path | None, spec: Path | None) -> None:
     """Compare two versions of a program over a campaign's inputs and say whether the candidate regressed.
 
@@ -78,7 +81,9 @@ def diagnose(baseline: Path | None, candidate: Path | None, input_count: int, re
     cannot reconstruct (error over mean + k sigma), and names the function and the counter (calls, CPU
     time, page faults, context switches, hardware events where the machine has them) that regressed, with
     its effect on the median input and a confidence. Beside it: the whole process's CPU time compared
-    the same way."""
+    the same way. Beside the counters (--no-counts to skip them), exact program counts from one run of an
+    instrumented copy of each version per input: a loop, a call or an exception handler that runs more
+    often on most inputs names an algorithmic regression whose time the counters' noise may hide."""
     from mantispy.diagnosis.document import DiagnosisError, load
     from mantispy.diagnosis.render_html import render as render_html
     from mantispy.diagnosis.render_text import render as render_text
@@ -98,7 +103,7 @@ def diagnose(baseline: Path | None, candidate: Path | None, input_count: int, re
     _refuse_existing(out, "-o")
     _refuse_existing(html_out, "--html")
     diagnosis, candidate_failed = _run(baseline, candidate, spec, input_count, repeats, candidate_repeats, k, min_effect,
-                                       seed, quiet=as_json)
+                                       seed, quiet=as_json, with_counts=with_counts)
     document = diagnosis.to_json()
     if out is not None:
         out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
@@ -110,12 +115,14 @@ def diagnose(baseline: Path | None, candidate: Path | None, input_count: int, re
 
 
 def _run(baseline: Path, candidate: Path, spec_path: Path, input_count: int, repeats: int, candidate_repeats: int,
-         k: float, min_effect: float, seed: int, quiet: bool):
+         k: float, min_effect: float, seed: int, quiet: bool, with_counts: bool = True):
     from mantispy.campaign import SpecError, load_spec
     from mantispy.diagnosis.analysis import diagnose as analyse
     from mantispy.diagnosis.changes import ChangeError, diff_trees
+    from mantispy.diagnosis.counting import count_versions
     from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, profile_versions
     from mantispy.diagnosis.types import Settings
+    from mantispy.instrument.tree import InstrumentError
 
     try:
         spec = load_spec(spec_path)
@@ -154,7 +161,21 @@ def _run(baseline: Path, candidate: Path, spec_path: Path, input_count: int, rep
                                f"input; first, {first.input_id}: {first.message or first.status}")
     baseline_ok = {r.input_id for r in runs if r.version == BASELINE and r.status == "ok"}
     candidate_failed = any(r.version == CANDIDATE and r.status != "ok" and r.input_id in baseline_ok for r in runs)
-    return analyse(changes, runs, settings), candidate_failed
+    counts = None
+    if with_counts and not changes.empty:
+        if not quiet:
+            click.echo("counting: one run of an instrumented copy of each version per input", err=True)
+        try:
+            counts = count_versions(spec, {BASELINE: baseline, CANDIDATE: candidate}, records, seed, progress,
+                                    log=lambda message: None if quiet else click.echo(message, err=True))
+        except InstrumentError as exc:
+            raise UserError(f"cannot instrument a version for its program counts: {exc}; or give --no-counts") \
+                from None
+        failed = [r for r in counts if r.status != "ok"]
+        if failed and not quiet:
+            click.echo(f"{len(failed)} counting run(s) failed (first: {failed[0].version} on {failed[0].input_id}: "
+                       f"{failed[0].message or failed[0].status}); their inputs are left out of the counts", err=True)
+    return analyse(changes, runs, settings, counts), candidate_failed
 
 
 def register(group: click.Group) -> None:

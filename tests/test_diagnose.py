@@ -21,7 +21,10 @@ from mantispy.counters.function_profile import FunctionCounts
 from mantispy.diagnosis.analysis import diagnose
 from mantispy.diagnosis.autoencoder import CounterAutoencoder, counting_noise, sample_vector
 from mantispy.diagnosis.changes import ChangeError, ChangeSet, diff_trees
+from mantispy.diagnosis.count_changes import count_changes
+from mantispy.diagnosis.counting import CountRun
 from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, VersionRun
+from mantispy.diagnosis.render_text import render as render_text
 from mantispy.diagnosis.types import Settings
 from tests.helpers import MANTISPY, read_mutated
 
@@ -159,6 +162,72 @@ def test_more_calls_are_named_as_calls_and_noise_alone_is_no_regression():
     assert (faster.verdict, faster.function) == ("improvement", "m.py:inner")
 
 
+def _count_runs(baseline: dict, candidate: dict, inputs: int = 6, grows_on: int | None = None) -> list[CountRun]:
+    """Count runs over ``inputs`` inputs: per version FUNCTION -> {kind: count per unit of input size}; the
+    candidate's differ from the baseline's only on the first ``grows_on`` inputs (all by default)."""
+    runs = []
+    functions = {version: frozenset(counts) for version, counts in ((BASELINE, baseline), (CANDIDATE, candidate))}
+    for size in range(1, inputs + 1):
+        for version, counts in ((BASELINE, baseline), (CANDIDATE, candidate)):
+            if version == CANDIDATE and grows_on is not None and size > grows_on:
+                counts = baseline
+            scaled = {name: {kind: per * size * 100 for kind, per in kinds.items()} for name, kinds in counts.items()}
+            runs.append(CountRun(version, f"in{size}", "ok", scaled, functions[version]))
+    return runs
+
+
+UNCHANGED_COUNTS = {"m.py:outer": {"call": 1, "loop": 50}, "m.py:inner": {"call": 50, "loop": 200},
+                    "m.py:classify": {"call": 50}}
+
+
+def test_more_calls_of_an_unchanged_callee_are_put_down_to_the_changed_function():
+    more = {**UNCHANGED_COUNTS, "m.py:classify": {"call": 150}}
+    changes = ChangeSet(changed=["m.py:inner"], callers=["m.py:outer"], calls_from={"m.py:inner": ["classify"]})
+    moved = count_changes(changes, _count_runs(UNCHANGED_COUNTS, more), Settings())
+    assert [(c.function, c.kind, c.cause, c.regressed) for c in moved] == [
+        ("m.py:classify", "call", "m.py:inner", True)]
+    assert moved[0].effect == pytest.approx(3.0, rel=0.01) and moved[0].moved == moved[0].inputs == 6
+    # growth on fewer than half the inputs is not a regression
+    assert count_changes(changes, _count_runs(UNCHANGED_COUNTS, more, grows_on=2), Settings()) == []
+
+
+def test_work_that_only_moved_is_not_more_work():
+    extracted = {"m.py:outer": {"call": 1, "loop": 50}, "m.py:inner": {"call": 50, "loop": 20},
+                 "m.py:inner_part": {"call": 50, "loop": 180}, "m.py:classify": {"call": 50}}
+    changes = ChangeSet(changed=["m.py:inner"], added=["m.py:inner_part"], callers=["m.py:outer"])
+    assert count_changes(changes, _count_runs(UNCHANGED_COUNTS, extracted), Settings()) == []
+    inlined = {"m.py:outer": {"call": 1, "loop": 50}, "m.py:inner": {"call": 50, "loop": 200, "exception": 0}}
+    changes = ChangeSet(changed=["m.py:inner"], removed=["m.py:classify"], callers=["m.py:outer"])
+    assert [c for c in count_changes(changes, _count_runs(UNCHANGED_COUNTS, inlined), Settings()) if c.regressed] == []
+
+
+def test_a_handler_entered_where_none_was_is_a_regression_and_a_setup_call_is_not():
+    eafp = {**UNCHANGED_COUNTS, "m.py:inner": {"call": 50, "loop": 200, "exception": 50}}
+    changes = ChangeSet(changed=["m.py:inner"], callers=["m.py:outer"])
+    moved = count_changes(changes, _count_runs(UNCHANGED_COUNTS, eafp), Settings())
+    assert [(c.function, c.kind, c.baseline, c.cause) for c in moved] == [("m.py:inner", "exception", 0.0, "m.py:inner")]
+    # one more call of a function called once: +100 %, but 1 of the program's 10,000 or more calls per input
+    setup = {**UNCHANGED_COUNTS, "m.py:outer": {"call": 2, "loop": 50}}
+    runs = [CountRun(r.version, r.input_id, r.status,
+                     {**r.counts, "m.py:outer": {**r.counts["m.py:outer"], "call": 1.0 + (r.version == CANDIDATE)}},
+                     r.functions) for r in _count_runs(UNCHANGED_COUNTS, setup)]
+    assert count_changes(changes, runs, Settings()) == []
+
+
+def test_program_counts_decide_when_the_counters_see_only_noise_and_yield_to_a_faster_candidate():
+    more = {**UNCHANGED_COUNTS, "m.py:classify": {"call": 150}}
+    counts = _count_runs(UNCHANGED_COUNTS, more, inputs=8)
+    changes = ChangeSet(changed=["m.py:inner"], callers=["m.py:outer"], files_changed=["m.py"],
+                        calls_from={"m.py:inner": ["classify"]})
+    verdict = diagnose(changes, _runs(seed=1), Settings(), counts)
+    assert (verdict.verdict, verdict.function, verdict.counter) == ("regression", "m.py:inner", "calls")
+    assert verdict.effect == pytest.approx(3.0, rel=0.01) and verdict.confidence == 1.0
+    assert "calls of m.py:classify" in render_text(verdict).splitlines()[0]
+    assert "calls_from" not in verdict.to_json()["changes"]
+    assert diagnose(changes, _runs(seed=1), Settings()).verdict == "no regression"
+    assert diagnose(changes, _runs(slow=0.5), Settings(), counts).verdict == "improvement"
+
+
 PROGRAM = {
     "textlib.py": '''
         """A small text pipeline."""
@@ -240,6 +309,26 @@ def test_diagnose_names_a_list_search_made_quadratic_and_fails_ci(versions, tmp_
     assert shown.returncode == 0 and shown.stdout.splitlines()[0] == result.stdout.splitlines()[0]
 
 
+def test_diagnose_counts_handlers_entered_and_no_counts_skips_them(versions, tmp_path):
+    eafp = tmp_path / "eafp"
+    shutil.copytree(versions / "base", eafp)
+    lib = eafp / "textlib.py"
+    lib.write_text(lib.read_text().replace(
+        "    vocab = set(vocabulary)\n    return [w for w in words if w in vocab]",
+        "    vocab = dict.fromkeys(vocabulary, True)\n    found = []\n    for w in words:\n        try:\n"
+        "            found.append(vocab[w] and w)\n        except KeyError:\n            pass\n    return found"))
+    result = _diagnose(versions, str(eafp), "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["verdict"] == "regression" and document["function"] == "textlib.py:known"
+    handlers = [c for c in document["count_changes"] if c["kind"] == "exception"]
+    assert [(c["function"], c["cause"], c["baseline"], c["moved"], c["regressed"]) for c in handlers] == [
+        ("textlib.py:known", "textlib.py:known", 0.0, 5, True)]
+    assert not [c for c in document["count_changes"] if c["kind"] == "loop"], document["count_changes"]
+    skipped = json.loads(_diagnose(versions, str(eafp), "--json", "--no-counts").stdout)
+    assert skipped["count_changes"] == []
+
+
 def test_diagnose_sees_a_rename_and_a_comment_as_no_regression(versions):
     result = _diagnose(versions, "renamed", "--fail-on-regression", "--json")
     assert result.returncode == 0, result.stderr
@@ -247,6 +336,7 @@ def test_diagnose_sees_a_rename_and_a_comment_as_no_regression(versions):
     assert document["changes"]["renamed"] == {"textlib.py:score": "textlib.py:score_words"}
     assert document["verdict"] == "no regression", [(f["function"], f["counter"], f["effect"], f["p_value"])
                                                     for f in document["findings"]]
+    assert document["count_changes"] == []
 
 
 def test_diagnose_refuses_bad_input_in_one_line_and_keeps_files(versions, tmp_path):
@@ -272,7 +362,8 @@ def test_diagnose_refuses_bad_input_in_one_line_and_keeps_files(versions, tmp_pa
 
 @pytest.fixture(scope="module")
 def recorded_diagnosis() -> dict:
-    return diagnose(CHANGED_INNER, _runs(slow=1.6), Settings()).to_json()
+    more = {**UNCHANGED_COUNTS, "m.py:classify": {"call": 150}}
+    return diagnose(CHANGED_INNER, _runs(slow=1.6), Settings(), _count_runs(UNCHANGED_COUNTS, more)).to_json()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -280,7 +371,6 @@ def recorded_diagnosis() -> dict:
 def test_the_diagnosis_reader_refuses_in_one_line_or_reads(recorded_diagnosis, tmp_path, data):
     from mantispy.diagnosis.document import DiagnosisError, load
     from mantispy.diagnosis.render_html import render as render_html
-    from mantispy.diagnosis.render_text import render as render_text
 
     diagnosis = read_mutated(recorded_diagnosis, data, tmp_path, load, DiagnosisError)
     if diagnosis is None:

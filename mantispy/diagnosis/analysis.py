@@ -23,7 +23,12 @@
 5. the root cause is the regressed function whose own code changed (before those that only call one: a
    caller's inclusive counts carry its callee's regression) with the highest score, its counter's median
    departure times its share of flagged runs;
-6. flagged samples are clustered (k-means over their departure profiles) to show the separate anomalies.
+6. flagged samples are clustered (k-means over their departure profiles) to show the separate anomalies;
+7. beside the counters, mantispy's own program counts (:mod:`.count_changes`): when no touched function's
+   counters regressed or improved, a program count that grew (more loop iterations, calls or handlers
+   entered on most inputs, the program's total growing with it) makes the verdict a regression, put down to
+   the changed function that caused it: exact counts see an algorithmic regression whose time the
+   counters' noise hides. Counters that say the candidate is faster win over counts that say it does more.
 
 Beside it, the comparison a diagnosis must beat: the whole process's CPU time per input, candidate
 against baseline, with the same effect and significance rule.
@@ -40,9 +45,11 @@ import numpy as np
 
 from mantispy.diagnosis.autoencoder import FLOOR, CounterAutoencoder, counting_noise, sample_vector
 from mantispy.diagnosis.changes import ChangeSet
+from mantispy.diagnosis.count_changes import count_changes
+from mantispy.diagnosis.counting import CountRun
 from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, VersionRun
 from mantispy.diagnosis.significance import stratified_p
-from mantispy.diagnosis.types import CALLS, Cluster, CpuTotal, Diagnosis, Finding, Settings
+from mantispy.diagnosis.types import CALLS, COUNT_KINDS, Cluster, CpuTotal, Diagnosis, Finding, Settings
 
 
 def _grouped(runs: list[VersionRun], value) -> dict[str, list[float]]:
@@ -257,8 +264,9 @@ def _clusters(profiles: list[tuple[np.ndarray, str]], features_of: dict[str, lis
     return sorted(found, key=lambda c: (-c.size, c.function))
 
 
-def diagnose(changes: ChangeSet, runs: list[VersionRun], settings: Settings) -> Diagnosis:
-    """The verdict on the candidate from both versions' runs."""
+def diagnose(changes: ChangeSet, runs: list[VersionRun], settings: Settings,
+             counts: list[CountRun] | None = None) -> Diagnosis:
+    """The verdict on the candidate from both versions' counter runs and, when given, their program counts."""
     ok = [r for r in runs if r.status == "ok"]
     events = next((list(r.events) for r in ok if r.events), [])
     failed = [{"version": r.version, "input": r.input_id, "message": r.message} for r in runs if r.status != "ok"]
@@ -275,17 +283,25 @@ def diagnose(changes: ChangeSet, runs: list[VersionRun], settings: Settings) -> 
     clusters = _clusters(profiles, {f.function: [CALLS, *events] for f in findings}, settings.seed)
     change_summary = asdict(changes)
     change_summary.pop("common_files", None)
+    change_summary.pop("calls_from", None)
+    moved_counts = count_changes(changes, counts, settings) if counts and not changes.empty else []
     top: Finding | None = None
     verdict = "no change" if changes.empty else "no regression"
+    named: tuple[str | None, str | None, float | None, float | None] = (None, None, None, None)
     if not changes.empty:
         regressed = [f for f in findings if f.regressed]
         improved = sorted((f for f in findings if f.improved), key=lambda f: (not f.code_changed, -f.score))
+        more_work = [c for c in moved_counts if c.regressed]
         if regressed:
             verdict, top = "regression", regressed[0]
         elif improved:
             verdict, top = "improvement", improved[0]
-    return Diagnosis(verdict, top.function if top else None, top.counter if top else None,
-                     top.effect if top else None,
-                     None if top is None or top.p_value is None else 1 - top.p_value,
-                     settings=settings, changes=change_summary, runs=summary, noise_floor=noise_floor(runs),
-                     findings=findings, clusters=clusters, cpu_total=cpu_total(runs, settings))
+        elif more_work:
+            first = more_work[0]
+            verdict = "regression"
+            named = (first.cause, COUNT_KINDS[first.kind], first.effect, first.moved / first.inputs)
+    if top is not None:
+        named = (top.function, top.counter, top.effect, None if top.p_value is None else 1 - top.p_value)
+    return Diagnosis(verdict, *named, settings=settings, changes=change_summary, runs=summary,
+                     noise_floor=noise_floor(runs), findings=findings, clusters=clusters,
+                     cpu_total=cpu_total(runs, settings), count_changes=moved_counts)

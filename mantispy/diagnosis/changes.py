@@ -48,6 +48,7 @@ class ChangeSet:
     files_changed: list[str] = field(default_factory=list)  # files whose code differs (module level included)
     module_code_changed: list[str] = field(default_factory=list)  # files whose code outside functions differs
     common_files: int = 0
+    calls_from: dict[str, list[str]] = field(default_factory=dict)  # changed/added/renamed -> the names it uses
 
     @property
     def touched(self) -> list[str]:
@@ -222,6 +223,8 @@ def diff_trees(baseline: Path, candidate: Path) -> ChangeSet:
             changes.removed.append(name)
     renamed_to = set(changes.renamed.values())
     changes.added = [name for name in only_new if name not in renamed_to]
+    for name in [*changes.changed, *changes.added, *renamed_to]:
+        changes.calls_from[name] = sorted(new_functions[name][0].called_names)
     moved = {*changes.changed, *changes.added, *changes.removed, *changes.renamed, *renamed_to}
     moved_names = {name.rsplit(":", 1)[1].rsplit(".", 1)[-1] for name in moved}
     for name, (code, _) in sorted(new_functions.items()):

@@ -10,7 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from mantispy.core.types import shown_key
-from mantispy.diagnosis.types import CPU_VERDICTS, FORMAT, VERDICTS, VERSION, Cluster, CpuTotal, Diagnosis, Finding, Settings
+from mantispy.diagnosis.types import (
+    COUNT_KINDS,
+    CPU_VERDICTS,
+    FORMAT,
+    VERDICTS,
+    VERSION,
+    Cluster,
+    CountChange,
+    CpuTotal,
+    Diagnosis,
+    Finding,
+    Settings,
+)
 
 _FIX = "write it again with mantispy diagnose ... -o FILE"
 
@@ -104,6 +116,29 @@ def _finding(check: _Checker, raw: Any, where: str) -> Finding:
     )
 
 
+def _count_change(check: _Checker, raw: Any, where: str) -> CountChange:
+    table = check.table(raw, where)
+
+    def get(key: str) -> Any:
+        return check.field(table, key, where)
+
+    moved, inputs = check.count(get("moved"), f"{where}.moved"), check.count(get("inputs"), f"{where}.inputs")
+    if moved > inputs:
+        raise check.fail(f"{where}.moved", "more than inputs")
+    return CountChange(
+        function=check.text(get("function"), f"{where}.function") or "",
+        baseline_function=check.text(get("baseline_function"), f"{where}.baseline_function") or "",
+        kind=check.choice(get("kind"), f"{where}.kind", tuple(COUNT_KINDS)),
+        baseline=check.number(get("baseline"), f"{where}.baseline", low=0) or 0.0,
+        candidate=check.number(get("candidate"), f"{where}.candidate", low=0) or 0.0,
+        effect=check.number(get("effect"), f"{where}.effect", low=0) or 0.0,
+        moved=moved, inputs=inputs,
+        program_share=check.number(get("program_share"), f"{where}.program_share") or 0.0,
+        cause=check.text(get("cause"), f"{where}.cause") or "",
+        regressed=check.flag(get("regressed"), f"{where}.regressed"),
+        improved=check.flag(get("improved"), f"{where}.improved"))
+
+
 def from_json(data: Any, path: Path) -> Diagnosis:
     """Check a parsed document; raises DiagnosisError."""
     check = _Checker(path)
@@ -121,7 +156,9 @@ def from_json(data: Any, path: Path) -> Diagnosis:
         min_effect=check.number(check.field(raw_settings, "min_effect", "settings"), "settings.min_effect", low=0) or 0.0,
         min_share=check.number(check.field(raw_settings, "min_share", "settings"), "settings.min_share", low=0) or 0.0,
         alpha=check.number(check.field(raw_settings, "alpha", "settings"), "settings.alpha", low=0) or 0.0,
-        seed=check.count(check.field(raw_settings, "seed", "settings"), "settings.seed"))
+        seed=check.count(check.field(raw_settings, "seed", "settings"), "settings.seed"),
+        min_program_share=check.number(raw_settings.get("min_program_share", Settings.min_program_share),
+                                       "settings.min_program_share", low=0) or 0.0)
     changes = check.table(get("changes"), "changes")
     for key in ("changed", "added", "removed", "callers", "files_changed", "module_code_changed"):
         check.texts(check.field(changes, key, "changes"), f"changes.{key}")
@@ -155,6 +192,10 @@ def from_json(data: Any, path: Path) -> Diagnosis:
     cpu = CpuTotal(check.number(check.field(raw_cpu, "ratio", "cpu_total"), "cpu_total.ratio", optional=True, low=0),
                    check.number(check.field(raw_cpu, "p_value", "cpu_total"), "cpu_total.p_value", optional=True, low=0),
                    check.choice(check.field(raw_cpu, "verdict", "cpu_total"), "cpu_total.verdict", CPU_VERDICTS))
+    raw_counts = data.get("count_changes", [])  # absent in documents written before program counts
+    if not isinstance(raw_counts, list):
+        raise check.fail("count_changes", "not a list")
+    count_changes = [_count_change(check, raw, f"count_changes[{i}]") for i, raw in enumerate(raw_counts)]
     confidence = check.number(get("confidence"), "confidence", optional=True, low=0)
     if confidence is not None and confidence > 1:
         raise check.fail("confidence", "above 1")
@@ -166,7 +207,7 @@ def from_json(data: Any, path: Path) -> Diagnosis:
         confidence=confidence,
         settings=settings, changes=dict(changes), runs=dict(runs),
         noise_floor=check.number(get("noise_floor"), "noise_floor", optional=True, low=0),
-        findings=findings, clusters=clusters, cpu_total=cpu)
+        findings=findings, clusters=clusters, cpu_total=cpu, count_changes=count_changes)
 
 
 def load(path: Path) -> Diagnosis:

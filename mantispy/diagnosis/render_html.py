@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from mantispy.diagnosis.render_text import headline
-from mantispy.diagnosis.types import Diagnosis, Finding
+from mantispy.diagnosis.render_text import count_effect, headline
+from mantispy.diagnosis.types import COUNT_KINDS, Diagnosis, Finding
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
@@ -45,6 +45,12 @@ def render(diagnosis: Diagnosis, title: str = "mantispy diagnose") -> str:
                     f"<td class='num'>{f.flagged}/{f.samples}</td><td>{escape(f.counter or '-')}</td>"
                     f"<td class='num'>{escape(_pct(f.effect))}</td><td class='num'>{p}</td><td>{_shares(f)}</td>"
                     f"<td>{escape(f.note)}</td></tr>")
+    counts = "".join(
+        f"<tr><td>{'more' if c.regressed else 'less'}</td><td><code>{escape(c.function)}</code></td>"
+        f"<td>{escape(COUNT_KINDS[c.kind])}</td><td class='num'>{escape(count_effect(c))}</td>"
+        f"<td class='num'>{c.baseline:.0f}</td><td class='num'>{c.candidate:.0f}</td>"
+        f"<td class='num'>{c.moved}/{c.inputs}</td><td><code>{escape(c.cause)}</code></td></tr>"
+        for c in diagnosis.count_changes)
     clusters = "".join(f"<li>{c.size} flagged runs: <code>{escape(c.function)}</code>, {escape(c.counter)}</li>"
                        for c in diagnosis.clusters) or "<li>none</li>"
     changes = diagnosis.changes
@@ -71,7 +77,11 @@ def render(diagnosis: Diagnosis, title: str = "mantispy diagnose") -> str:
         "<h2>Functions</h2><table><tr><th></th><th>function</th><th>role</th><th>flagged</th><th>counter</th>"
         "<th>effect (median input)</th><th>p (one-sided)</th><th>share of the flagged error</th><th>note</th></tr>"
         + "".join(rows) + "</table>\n"
-        f"<h2>Flagged runs, clustered</h2><ul>{clusters}</ul>\n"
+        + ("<h2>Program counts that moved</h2><p>Exact counts of an instrumented copy, one run per version and "
+           "input; the baseline and candidate columns are the median input's.</p><table><tr><th></th><th>function"
+           "</th><th>count</th><th>effect (median input)</th><th>baseline</th><th>candidate</th><th>inputs moved"
+           "</th><th>put down to</th></tr>" + counts + "</table>\n" if counts else "")
+        + f"<h2>Flagged runs, clustered</h2><ul>{clusters}</ul>\n"
         f"<h2>Whole-process CPU</h2><p>{escape(_pct(cpu.ratio))} (p {cpu_p}): {escape(cpu.verdict)}</p>\n"
         f"<h2>Changes</h2><ul>{''.join(change_items) or '<li>none</li>'}</ul>\n"
         + (f"<h2>Failed runs</h2><ul>{failed}</ul>\n" if failed else "")

@@ -3,7 +3,7 @@ flagged runs, the total-CPU comparison beside it, and what could not be compared
 
 from __future__ import annotations
 
-from mantispy.diagnosis.types import Diagnosis, Finding
+from mantispy.diagnosis.types import COUNT_KINDS, CountChange, Diagnosis, Finding
 
 
 def _ratio(value: float | None) -> str:
@@ -16,6 +16,11 @@ def _p(value: float | None) -> str:
 
 def headline(diagnosis: Diagnosis) -> str:
     """The verdict in one line."""
+    count = _deciding_count(diagnosis)
+    if count is not None:
+        return (f"regression: {count.cause}, {COUNT_KINDS[count.kind]} of {count.function} {count_effect(count)} "
+                f"on the median input ({count.baseline:.0f} -> {count.candidate:.0f}; grew on {count.moved} of "
+                f"{count.inputs} inputs; an exact program count)")
     if diagnosis.verdict in ("regression", "improvement"):
         confidence = "" if diagnosis.confidence is None else f", confidence {diagnosis.confidence:.1%}"
         return (f"{diagnosis.verdict}: {diagnosis.function}, counter {diagnosis.counter} "
@@ -23,6 +28,28 @@ def headline(diagnosis: Diagnosis) -> str:
     if diagnosis.verdict == "no change":
         return "no change: the versions' code is the same (comments, docstrings and formatting aside)"
     return "no regression: no touched function departs from what the baseline's runs taught"
+
+
+def count_effect(change: CountChange) -> str:
+    """A count's change in words that stay readable when the baseline's count was 0 or tiny."""
+    if change.baseline == 0 and change.candidate > 0:
+        return "from none"
+    return f"x{change.effect:.3g}" if change.effect >= 10 else _ratio(change.effect)
+
+
+def _deciding_count(diagnosis: Diagnosis) -> CountChange | None:
+    """The program count a verdict rests on, when no counter finding decided it."""
+    if diagnosis.verdict != "regression" or any(f.regressed for f in diagnosis.findings):
+        return None
+    return next((c for c in diagnosis.count_changes if c.regressed), None)
+
+
+def count_row(change: CountChange) -> str:
+    """One moved program count in a line."""
+    mark = "MORE" if change.regressed else "less"
+    cause = "" if change.cause.replace(".<locals>", "") == change.function else f"  (from {change.cause})"
+    return (f"  {mark:<4} {COUNT_KINDS[change.kind]:<17} {count_effect(change):>9}  {change.baseline:>10.0f} -> "
+            f"{change.candidate:<10.0f} {change.moved}/{change.inputs} inputs  {change.function}{cause}")
 
 
 def _finding_row(finding: Finding) -> str:
@@ -52,6 +79,10 @@ def render(diagnosis: Diagnosis) -> str:
         lines.append("functions (flagged runs / candidate runs, the counter carrying the error, its change on the "
                      "median input, one-sided p):")
         lines += [_finding_row(f) for f in diagnosis.findings]
+    if diagnosis.count_changes:
+        lines.append("program counts that moved (exact; candidate against baseline on the median input, inputs "
+                     "moved / inputs):")
+        lines += [count_row(c) for c in diagnosis.count_changes]
     if diagnosis.clusters:
         lines.append("flagged runs clustered: " + "; ".join(f"{c.size} x {c.function} ({c.counter})"
                                                             for c in diagnosis.clusters))

@@ -7,7 +7,8 @@ JSON (format ``mantispy-diagnosis``, version 1)::
     {"format": "mantispy-diagnosis", "version": 1,
      "verdict": "regression" | "no regression" | "improvement" | "no change",
      "function": NAME | null, "counter": FEATURE | null, "effect": x | null, "confidence": p | null,
-     "settings": {"k": 2.0, "min_effect": 0.05, "min_share": 0.5, "alpha": 0.05, "seed": 0},
+     "settings": {"k": 2.0, "min_effect": 0.05, "min_share": 0.5, "alpha": 0.05, "seed": 0,
+                  "min_program_share": 0.01},
      "changes": {"changed": [...], "added": [...], "removed": [...], "renamed": {OLD: NEW},
                  "callers": [...], "files_changed": [...], "module_code_changed": [...]},
      "runs": {"baseline": n, "candidate": n, "inputs": n, "failed": [{"version", "input", "message"}]},
@@ -16,7 +17,17 @@ JSON (format ``mantispy-diagnosis``, version 1)::
                    "counter", "counter_shares": {FEATURE: share}, "effect", "p_value", "regressed",
                    "improved", "score", "fit_seconds", "note"}],
      "clusters": [{"size", "function", "counter"}],
-     "cpu_total": {"ratio": x, "p_value": p, "verdict": "regression" | "no regression" | "improvement"}}
+     "cpu_total": {"ratio": x, "p_value": p, "verdict": "regression" | "no regression" | "improvement"},
+     "count_changes": [{"function", "baseline_function", "kind", "baseline", "candidate", "effect", "moved",
+                        "inputs", "program_share", "cause", "regressed", "improved"}]}
+
+``count_changes`` (optional: absent in documents written before program counts, empty with
+``--no-counts``) are mantispy's own program counts (loop iterations, calls, exception handlers entered),
+counted once per version and input in an instrumented copy: a function whose count of one kind grew on
+most inputs, the program's total of that kind growing with it, did more work in the candidate however
+little CPU time it shows. When only program counts regressed, the verdict's ``counter`` is the count's
+kind (``loop iterations``, ``calls``, ``handlers entered``), ``effect`` its median ratio and
+``confidence`` the share of inputs it grew on.
 
 ``effect`` is the median over inputs of the candidate's over the baseline's inclusive total of the
 counter (for ``calls``: the number of calls); ``confidence`` is 1 - the one-sided p-value of that
@@ -34,6 +45,8 @@ VERDICTS = ("regression", "no regression", "improvement", "no change")
 CPU_VERDICTS = ("regression", "no regression", "improvement")
 CALLS = "calls"
 """The feature that counts a function's calls (the program count beside the counters)."""
+COUNT_KINDS = {"loop": "loop iterations", "call": CALLS, "exception": "handlers entered"}
+"""The program counts a diagnosis compares (manifest feature kind -> the name a verdict gives it)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,8 @@ class Settings:
     min_share: float = 0.5
     alpha: float = 0.05
     seed: int = 0
+    min_program_share: float = 0.01
+    """Least growth of a program count, as a share of the program's total of its kind, that counts."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,25 @@ class CpuTotal:
     verdict: str
 
 
+@dataclass(frozen=True)
+class CountChange:
+    """One function's program count of one kind, candidate against baseline (exact counts, one run of each
+    version per input)."""
+
+    function: str  # candidate-side FILE:QUALNAME (as the manifest writes it: no ``<locals>``)
+    baseline_function: str
+    kind: str  # a key of COUNT_KINDS
+    baseline: float  # on the median input (the input whose ratio is the median)
+    candidate: float
+    effect: float  # median over inputs of (candidate + 1) / (baseline + 1)
+    moved: int  # inputs on which it grew (shrank, for an improvement) by min_effect and min_program_share
+    inputs: int  # inputs both versions ran
+    program_share: float  # median growth over the program's baseline total of the kind
+    cause: str  # the changed function it is put down to (itself when it changed)
+    regressed: bool
+    improved: bool
+
+
 @dataclass
 class Diagnosis:
     """The whole diagnosis."""
@@ -104,6 +138,7 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     clusters: list[Cluster] = field(default_factory=list)
     cpu_total: CpuTotal = field(default_factory=lambda: CpuTotal(None, None, "no regression"))
+    count_changes: list[CountChange] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON document."""
