@@ -5,6 +5,9 @@ whether a new version of a program regressed, in which function and which counte
   renamed and the added ones, and their callers;
 * :mod:`.profiling`: both versions run over a campaign's inputs, interleaved, the touched functions'
   counters read at every call (:mod:`mantispy.runtime.function_counters`);
+* :mod:`.counting`: both versions instrumented and run once per input for mantispy's program counts;
+* :mod:`.count_changes`: the functions whose loop, call or handler counts grew (or shrank), and the changed
+  function each is put down to;
 * :mod:`.autoencoder`: the anomaly detector trained on the baseline's runs of a function;
 * :mod:`.analysis`: flagged runs, the counter and function they name, effect and significance, clusters,
   and the whole-process CPU comparison beside the verdict;
