@@ -228,6 +228,17 @@ def test_program_counts_decide_when_the_counters_see_only_noise_and_yield_to_a_f
     assert diagnose(changes, _runs(slow=0.5), Settings(), counts).verdict == "improvement"
 
 
+def test_a_slower_whole_process_is_a_regression_when_no_function_crosses_its_gate():
+    runs = [VersionRun(r.version, r.input_id, r.repeat, r.status, r.cpu_s * (1.3 if r.version == CANDIDATE else 1.0),
+                       r.functions, r.events) for r in _runs(seed=2)]
+    assert diagnose(CHANGED_INNER, _runs(seed=2), Settings()).verdict == "no regression"
+    verdict = diagnose(CHANGED_INNER, runs, Settings())
+    assert (verdict.verdict, verdict.counter, verdict.function) == ("regression", "process CPU", "m.py:inner")
+    assert verdict.effect == pytest.approx(1.3, rel=0.05) and verdict.confidence > 0.95
+    assert not any(f.regressed for f in verdict.findings)
+    assert render_text(verdict).startswith("regression: the whole process's CPU time +")
+
+
 PROGRAM = {
     "textlib.py": '''
         """A small text pipeline."""

@@ -28,7 +28,12 @@
    counters regressed or improved, a program count that grew (more loop iterations, calls or handlers
    entered on most inputs, the program's total growing with it) makes the verdict a regression, put down to
    the changed function that caused it: exact counts see an algorithmic regression whose time the
-   counters' noise hides. Counters that say the candidate is faster win over counts that say it does more.
+   counters' noise hides. Counters that say the candidate is faster win over counts that say it does more;
+8. last, the whole process: when neither the counters nor the counts decided, a whole-process CPU time that
+   grew significantly (the comparison below, which a diagnosis must never do worse than) makes the verdict a
+   regression of ``process CPU``, the changed function that departed most named beside it: the extra work
+   may sit where no function-level count or counter sees it (C code called from a loop, a thread, code
+   outside functions).
 
 Beside it, the comparison a diagnosis must beat: the whole process's CPU time per input, candidate
 against baseline, with the same effect and significance rule.
@@ -49,7 +54,7 @@ from mantispy.diagnosis.count_changes import count_changes
 from mantispy.diagnosis.counting import CountRun
 from mantispy.diagnosis.profiling import BASELINE, CANDIDATE, VersionRun
 from mantispy.diagnosis.significance import stratified_p
-from mantispy.diagnosis.types import CALLS, COUNT_KINDS, Cluster, CpuTotal, Diagnosis, Finding, Settings
+from mantispy.diagnosis.types import CALLS, COUNT_KINDS, PROCESS_CPU, Cluster, CpuTotal, Diagnosis, Finding, Settings
 
 
 def _grouped(runs: list[VersionRun], value) -> dict[str, list[float]]:
@@ -288,6 +293,7 @@ def diagnose(changes: ChangeSet, runs: list[VersionRun], settings: Settings,
     top: Finding | None = None
     verdict = "no change" if changes.empty else "no regression"
     named: tuple[str | None, str | None, float | None, float | None] = (None, None, None, None)
+    whole = cpu_total(runs, settings)
     if not changes.empty:
         regressed = [f for f in findings if f.regressed]
         improved = sorted((f for f in findings if f.improved), key=lambda f: (not f.code_changed, -f.score))
@@ -300,8 +306,13 @@ def diagnose(changes: ChangeSet, runs: list[VersionRun], settings: Settings,
             first = more_work[0]
             verdict = "regression"
             named = (first.cause, COUNT_KINDS[first.kind], first.effect, first.moved / first.inputs)
+        elif whole.verdict == "regression":
+            verdict = "regression"
+            departed = sorted((f for f in findings if f.samples), key=lambda f: (not f.code_changed, -f.score))
+            named = (departed[0].function if departed else None, PROCESS_CPU, whole.ratio,
+                     None if whole.p_value is None else 1 - whole.p_value)
     if top is not None:
         named = (top.function, top.counter, top.effect, None if top.p_value is None else 1 - top.p_value)
     return Diagnosis(verdict, *named, settings=settings, changes=change_summary, runs=summary,
                      noise_floor=noise_floor(runs), findings=findings, clusters=clusters,
-                     cpu_total=cpu_total(runs, settings), count_changes=moved_counts)
+                     cpu_total=whole, count_changes=moved_counts)

@@ -3,7 +3,7 @@ flagged runs, the total-CPU comparison beside it, and what could not be compared
 
 from __future__ import annotations
 
-from mantispy.diagnosis.types import COUNT_KINDS, CountChange, Diagnosis, Finding
+from mantispy.diagnosis.types import COUNT_KINDS, PROCESS_CPU, CountChange, Diagnosis, Finding
 
 
 def _ratio(value: float | None) -> str:
@@ -21,6 +21,11 @@ def headline(diagnosis: Diagnosis) -> str:
         return (f"regression: {count.cause}, {COUNT_KINDS[count.kind]} of {count.function} {count_effect(count)} "
                 f"on the median input ({count.baseline:.0f} -> {count.candidate:.0f}; grew on {count.moved} of "
                 f"{count.inputs} inputs; an exact program count)")
+    if diagnosis.verdict == "regression" and diagnosis.counter == PROCESS_CPU:
+        confidence = "" if diagnosis.confidence is None else f", confidence {diagnosis.confidence:.1%}"
+        beside = f"; the changed function that departed most: {diagnosis.function}" if diagnosis.function else ""
+        return (f"regression: the whole process's CPU time {_ratio(diagnosis.effect)} on the median input"
+                f"{confidence}; no function's counters or counts crossed their gate{beside}")
     if diagnosis.verdict in ("regression", "improvement"):
         confidence = "" if diagnosis.confidence is None else f", confidence {diagnosis.confidence:.1%}"
         return (f"{diagnosis.verdict}: {diagnosis.function}, counter {diagnosis.counter} "

@@ -27,7 +27,9 @@ counted once per version and input in an instrumented copy: a function whose cou
 most inputs, the program's total of that kind growing with it, did more work in the candidate however
 little CPU time it shows. When only program counts regressed, the verdict's ``counter`` is the count's
 kind (``loop iterations``, ``calls``, ``handlers entered``), ``effect`` its median ratio and
-``confidence`` the share of inputs it grew on.
+``confidence`` the share of inputs it grew on. When only the whole process's CPU time regressed, the
+verdict is a regression with ``counter`` ``process CPU``, ``effect`` and ``confidence`` from that
+comparison, and ``function`` the changed function that departed most (or null).
 
 ``effect`` is the median over inputs of the candidate's over the baseline's inclusive total of the
 counter (for ``calls``: the number of calls); ``confidence`` is 1 - the one-sided p-value of that
@@ -45,6 +47,8 @@ VERDICTS = ("regression", "no regression", "improvement", "no change")
 CPU_VERDICTS = ("regression", "no regression", "improvement")
 CALLS = "calls"
 """The feature that counts a function's calls (the program count beside the counters)."""
+PROCESS_CPU = "process CPU"
+"""The verdict's counter when only the whole process's CPU time regressed (no function crossed its gate)."""
 COUNT_KINDS = {"loop": "loop iterations", "call": CALLS, "exception": "handlers entered"}
 """The program counts a diagnosis compares (manifest feature kind -> the name a verdict gives it)."""
 
