@@ -399,6 +399,15 @@ def idle_interpreter_seconds(cwd: Path, tries: int = 9) -> float:
     return best
 
 
+def slicing_root(spec: CampaignSpec) -> Path:
+    """The folder the slicer reads the program from: the campaign's source folder, or, for a campaign that
+    counts installed packages with the bytecode backend, its view (the source with those packages beside
+    it, so their features can be sliced and their evaluators emitted like the program's own)."""
+    from mantispy.monitoring.view import included_packages, program_view
+
+    return program_view(spec) if included_packages(spec) else spec.source_root
+
+
 def _safe_name(feature: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in feature)[-120:]
 
@@ -426,6 +435,7 @@ class Builder:
         self.rounds: list[dict[str, Any]] = []
         self.content: ContentTable | None = None
         self.content_columns: dict[str, dict[str, float]] = {}
+        self.slicing_root = slicing_root(self.spec)
 
     # -------------------------------------------------------------- stages
     def run(self) -> BuildRecord:
@@ -456,9 +466,9 @@ class Builder:
             self.log("analysing the program (call graph, system dependence graph, summary edges)"
                      + (" with the calls observed on training inputs" if observed else ""))
             try:
-                session = SliceSession(self.spec.source_root, entry_string(self.spec), observed_calls=observed)
+                session = SliceSession(self.slicing_root, entry_string(self.spec), observed_calls=observed)
             except TooDeepError as exc:
-                raise BuildError(f"{self.spec.source_root}/{exc}") from None
+                raise BuildError(f"{self.slicing_root}/{exc}") from None
             self.static_session = session if observed is None else None
             train = frame[frame["input_id"].isin(train_ids)]
             median_wall = float(train["metric:wall_s"].median())
@@ -722,7 +732,7 @@ class Builder:
                 qualname=info.get("qualname"), snippet=info.get("snippet"), detail=info.get("detail"),
                 metrics=[m for m, model in models.items() if fid in model["scaling"]],
                 cost_s=verdict.cost_s, cost_fraction=verdict.cost_fraction,
-                source=_source_context(self.spec.source_root, info.get("file"), info.get("line"), info.get("end_line")),
+                source=_source_context(self.slicing_root, info.get("file"), info.get("line"), info.get("end_line")),
             ))
         limit = estimate_limit(self.options.max_cost)
         return BuildRecord(

@@ -27,6 +27,8 @@ A spec is a TOML file; relative paths in it are relative to the file's folder::
     exclude = []
     backend = "source"                  # "monitor": run the program unchanged and count its loops,
                                         #   branches, calls and handlers from its bytecode (no values)
+    include = []                        # with "monitor": installed packages counted too, their features
+                                        #   named as if copied to the top of source ("sqlparse/sql.py:...")
 
     [inputs]
     generator = "inputs.py:generate"    # a function returning/yielding input records, called with
@@ -62,7 +64,7 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 TOP_KEYS = {"name", "source", "entry", "workdir", "repeats", "timeout", "metrics", "calibration_runs", "build",
             "env", "instrument", "inputs", "original_repeats", "order_seed", "rerun_threshold", "rerun_repeats"}
-INSTRUMENT_KEYS = {"k", "only", "exclude", "backend"}
+INSTRUMENT_KEYS = {"k", "only", "exclude", "backend", "include"}
 BACKENDS = ("source", "monitor")
 INPUTS_KEYS = {"generator", "generator_args", "list"}
 RECORD_KEYS = {"id", "argv", "kwargs", "files"}
@@ -140,6 +142,19 @@ class CampaignSpec:
 
 def _fail(path: Path, message: str) -> SpecError:
     return SpecError(f"{path}: {message}")
+
+
+def _check_include(path: Path, instrument: dict[str, Any]) -> None:
+    """``[instrument] include``: top-level names of installed packages, counted by the bytecode backend only."""
+    if "include" not in instrument:
+        return
+    include = instrument["include"]
+    if not isinstance(include, list) or not all(isinstance(n, str) and n.isidentifier() for n in include):
+        raise _fail(path, f"[instrument] include must be a list of top-level package names like [\"sqlparse\"], "
+                          f"not {include!r}")
+    if include and instrument.get("backend", "source") != "monitor":
+        raise _fail(path, "[instrument] include counts installed packages where they are, which only the bytecode "
+                          "backend can: add backend = \"monitor\", or copy the packages into the source folder")
 
 
 def _check_keys(path: Path, table: dict[str, Any], allowed: set[str], where: str) -> None:
@@ -312,6 +327,7 @@ def load_spec(path: Path | str) -> CampaignSpec:
     _check_keys(path, instrument, INSTRUMENT_KEYS, "[instrument]")
     if instrument.get("backend", "source") not in BACKENDS:
         raise _fail(path, f"[instrument] backend must be \"source\" or \"monitor\", not {instrument['backend']!r}")
+    _check_include(path, instrument)
     env = raw.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
                                             for v in env.values()):

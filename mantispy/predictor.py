@@ -184,7 +184,7 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
             f"{len(failures)} held-out input(s): validating the static slice instead")
         rejected = {"mismatch_count": len(mismatches), "failures": len(failures),
                     "first": (mismatches or failures)[0]}
-        static = SliceSession(builder.spec.source_root, session.entry, reuse=session)
+        static = SliceSession(builder.slicing_root, session.entry, reuse=session)
         validate(builder, static, models, frame, test_ids, record, out)
         record.evaluator.hybrid_rejected = rejected
 

@@ -213,8 +213,10 @@ def prepare_build(spec: CampaignSpec, log: Callable[[str], None] = lambda _m: No
     if monitored(spec):
         from mantispy.monitoring.launch import make_boot
         from mantispy.monitoring.plan import build_plan
+        from mantispy.monitoring.view import package_locations
 
-        make_boot(monitor_boot_path(spec), build_plan(spec.source, list(spec.instrument.get("exclude", []))))
+        make_boot(monitor_boot_path(spec),
+                  build_plan(spec.source, list(spec.instrument.get("exclude", [])), package_locations(spec)))
     return manifest
 
 
@@ -225,10 +227,14 @@ def _instrumented_build(spec: CampaignSpec, log: Callable[[str], None]) -> Manif
 
     families = frozenset(spec.instrument.get("only", FAMILIES))
     exclude = list(spec.instrument.get("exclude", []))
+    source = spec.source
     if monitored(spec):  # the build is only the manifest's: the runs start the original program
+        from mantispy.monitoring.view import program_view
+
         if "values" in families:
             log("the bytecode backend counts no values: the build's manifest leaves them out")
         families = families - {"values"}
+        source = program_view(spec)  # the source with the included packages beside it
     options = Options(families=families, k=int(spec.instrument.get("k", 5)))
     wanted = {"families": sorted(options.families), "k": options.k, "exclude": exclude, "disabled": []}
     if manifest_path(spec.build).exists():
@@ -237,11 +243,11 @@ def _instrumented_build(spec: CampaignSpec, log: Callable[[str], None]) -> Manif
         except (OSError, ManifestError) as exc:  # our own cache, damaged: instrument again
             log(f"the instrumented build in {spec.build} is unreadable ({exc}); instrumenting again")
             existing = None
-        fresh = instrument_tree_hash(spec.source)
+        fresh = instrument_tree_hash(source)
         if existing is not None and existing.source_hash == fresh and existing.options == wanted:
             log(f"reusing the instrumented build in {spec.build}")
             return existing
-    result = instrument_tree(spec.source, spec.build, options, exclude)
+    result = instrument_tree(source, spec.build, options, exclude)
     for error in result.errors:
         log(f"warning: {error} (left uninstrumented)")
     return result.manifest

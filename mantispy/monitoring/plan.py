@@ -103,34 +103,32 @@ def _plan_files(root: Path, files: list[Path], exclude: list[str]) -> dict[str, 
     return out
 
 
-def locate_packages(names: list[str], python: str | None = None) -> dict[str, Path]:
+def locate_packages(names: list[str], python: str | None = None, option: str = "--include") -> dict[str, Path]:
     """Where the interpreter ``python`` (default: this one) imports each package from (its folder, or its
-    module file); :class:`PlanError` names the first it cannot find, without importing any."""
+    module file); :class:`PlanError` names the first it cannot find (as ``option NAME: ...``), without
+    importing any."""
+    import os
     import subprocess
     import sys
 
-    probe = ("import importlib.util, json, sys\n"
-             "out = {}\n"
-             "for name in sys.argv[1:]:\n"
-             "    spec = importlib.util.find_spec(name)\n"
-             "    if spec is None:\n"
-             "        out[name] = None\n"
-             "    elif spec.submodule_search_locations:\n"
-             "        out[name] = list(spec.submodule_search_locations)[0]\n"
-             "    else:\n"
-             "        out[name] = spec.origin\n"
-             "print(json.dumps(out))\n")
+    from mantispy.runtime import locate_packages as locator
+
     if not names:
         return {}
-    if any("." in name or not name.isidentifier() for name in names):
-        bad = next(name for name in names if "." in name or not name.isidentifier())
-        raise PlanError(f"--include {bad!r}: give a top-level package name, like sqlparse")
-    done = subprocess.run([python or sys.executable, "-c", probe, *names], capture_output=True, text=True, timeout=60)
-    found = json.loads(done.stdout) if done.returncode == 0 else {}
+    bad = next((name for name in names if not isinstance(name, str) or "." in name or not name.isidentifier()), None)
+    if bad is not None:
+        raise PlanError(f"{option} {bad!r}: give a top-level package name, like sqlparse")
+    # PYTHONSAFEPATH: the locator's own folder (mantispy's run-time modules) must not shadow a package.
+    done = subprocess.run([python or sys.executable, locator.__file__, *names], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONSAFEPATH": "1"})
+    try:
+        found = json.loads(done.stdout) if done.returncode == 0 else {}
+    except ValueError:
+        found = {}
     for name in names:
         if not found.get(name) or str(found[name]) in ("built-in", "frozen"):
-            raise PlanError(f"--include {name}: no such package for {python or sys.executable}; install it there or "
-                            "drop the option")
+            raise PlanError(f"{option} {name}: no such package for {python or sys.executable}; install it there or "
+                            "drop it")
     return {name: Path(found[name]) for name in names}
 
 
