@@ -136,8 +136,8 @@ def record(scheduler: str | None, workers: int, threads: int, memory_limit: str 
     for note in profile.notes:
         click.echo(f"mantispy: note: {note}", err=True)
     if not profile.tasks:
-        raise UserError(f"{script}: ran no Dask task on the recorded scheduler (does it use Dask? a job that starts its "
-                        "own LocalCluster or Client(n_workers=...) is not seen: let it call Client())")
+        raise UserError(f"{script}: ran no Dask task, on the recorded scheduler or on a cluster of its own (does it use "
+                        "Dask's distributed or local schedulers through dask.compute, .compute() or a Client?)")
     store_arg = "" if store_path == DEFAULT_STORE else f" --store {store_path}"
     click.echo(f"mantispy: see it with: mantispy dataflow show {profile_id}{store_arg}; "
                f"mantispy dataflow whatif {profile_id}{store_arg} --workers N --threads T", err=True)

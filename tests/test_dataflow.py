@@ -318,6 +318,70 @@ def test_a_job_without_a_client_is_recorded_too(tmp_path):
     assert len([t for t in profile.tasks if t.ran]) >= 16
 
 
+OWN_CLUSTER_JOB = '''
+from dask import compute, delayed
+from distributed import Client, LocalCluster
+
+
+def parse(n):
+    return sum(i * i for i in range(n))
+
+
+def total(parts):
+    return sum(parts)
+
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster):
+        parts = [delayed(parse)(300_000 + i) for i in range(6)]
+        (result,) = compute(delayed(total)(parts))
+        print(result)
+'''
+
+
+def test_a_job_that_starts_its_own_cluster_is_recorded_on_it(tmp_path):
+    """A job making its own LocalCluster (3 workers, not the recorder's 2) is recorded on that cluster:
+    its tasks, its workers, the workers' CPU accounting of the last tasks (sent as each worker closes),
+    and the cluster named as the job's own in the profile and in show."""
+    (tmp_path / "job.py").write_text(OWN_CLUSTER_JOB)
+    proc = run_mantispy("dataflow", "record", "-o", "p.json", "--store", "s.db", "--", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(sum(sum(i * i for i in range(300_000 + k)) for k in range(6)))
+    profile = read_profile(tmp_path / "p.json")
+    assert profile.complete and profile.cluster.started_by == "job" and profile.cluster.workers == 3
+    assert profile.cluster.address.startswith("tcp://")
+    ops = {op.name: op for op in operations(profile)}
+    assert ops["parse"].tasks == 6 and ops["total"].upstream == ("parse",)
+    assert ops["parse"].cpu_share is not None and 0 < ops["parse"].cpu_share <= 1
+    shown = run_mantispy("dataflow", "show", "p.json", cwd=tmp_path)
+    assert "the job's own cluster at tcp://" in shown.stdout
+    whatif = run_mantispy("dataflow", "whatif", "p.json", "--workers", "1", "--threads", "1", "--json", cwd=tmp_path)
+    assert whatif.returncode == 0 and json.loads(whatif.stdout)["bottleneck_operation"] == "parse"
+
+
+def test_a_job_and_what_it_leaves_running_end_with_the_recording(tmp_path):
+    """The job runs in a process group of its own: a process it starts and leaves behind ends when the job
+    does, as a cluster's workers would."""
+    import psutil
+
+    (tmp_path / "job.py").write_text(textwrap.dedent('''
+        import subprocess
+        import sys
+        from distributed import Client
+        left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        open("left.pid", "w").write(str(left.pid))
+        with Client() as client:
+            print(client.submit(sum, [1, 2]).result())
+    '''))
+    proc = run_mantispy("dataflow", "record", "--store", "s.db", "--", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    left = int((tmp_path / "left.pid").read_text())
+    deadline = time.time() + 10
+    while psutil.pid_exists(left) and psutil.Process(left).status() != psutil.STATUS_ZOMBIE and time.time() < deadline:
+        time.sleep(0.1)
+    assert not psutil.pid_exists(left) or psutil.Process(left).status() == psutil.STATUS_ZOMBIE
+
+
 def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "plain.py").write_text("print('no dask here')\n")
     no_dask = run_mantispy("dataflow", "record", "--store", "s.db", "--", "plain.py", cwd=tmp_path)
@@ -389,11 +453,14 @@ def test_record_on_a_scheduler_and_worker_started_with_dasks_own_commands(tmp_pa
             proc.wait(timeout=30)
 
 
-def test_the_clusters_workers_do_not_outlive_a_killed_mantispy(tmp_path):
+@pytest.mark.parametrize("cluster", ["Client()", "LocalCluster(n_workers=2, dashboard_address=None) as own, Client(own)"])
+def test_the_clusters_workers_do_not_outlive_a_killed_mantispy(tmp_path, cluster):
+    """The recorder's cluster, or one the job started itself (in the job's process group)."""
     import psutil
 
-    (tmp_path / "job.py").write_text("import time\nfrom distributed import Client\n"
-                                     "with Client():\n    open('started', 'w').close()\n    time.sleep(60)\n")
+    (tmp_path / "job.py").write_text("import time\nfrom distributed import Client, LocalCluster\n"
+                                     f"if __name__ == '__main__':\n    with {cluster}:\n"
+                                     "        open('started', 'w').close()\n        time.sleep(60)\n")
     env = dict(os.environ)
     env.pop("DASK_SCHEDULER_ADDRESS", None)
     proc = subprocess.Popen([*MANTISPY, "dataflow", "record", "--store", "s.db", "--", "job.py"], cwd=tmp_path, env=env,

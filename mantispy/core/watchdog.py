@@ -92,14 +92,21 @@ WATCHDOG = Watchdog()
 
 
 def run_watched(argv: list[str], *, timeout: float | None = None, capture_output: bool = False,
-                **popen: Any) -> subprocess.CompletedProcess:
+                own_group: bool = False, **popen: Any) -> subprocess.CompletedProcess:
     """:func:`subprocess.run` whose child is registered with this process's watchdog while it runs: it
     ends when mantispy ends, however mantispy ends. Raises :class:`subprocess.TimeoutExpired` after
-    killing a child that runs past ``timeout``."""
+    killing a child that runs past ``timeout``. With ``own_group`` the child starts a session of its own
+    and the whole group is watched, so what it starts (a cluster's worker processes) ends with it too:
+    whatever of the group is still running when the child ends is ended then."""
     if capture_output:
         popen.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if own_group:
+        popen["start_new_session"] = True
     with subprocess.Popen(argv, **popen) as proc:
-        WATCHDOG.watch_process(proc.pid)
+        if own_group:
+            WATCHDOG.watch_group(proc.pid)
+        else:
+            WATCHDOG.watch_process(proc.pid)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except BaseException:
@@ -107,7 +114,11 @@ def run_watched(argv: list[str], *, timeout: float | None = None, capture_output
             proc.communicate()
             raise
         finally:
-            WATCHDOG.forget_process(proc.pid)
+            if own_group:
+                _signal("g", proc.pid, signal.SIGKILL)
+                WATCHDOG.forget_group(proc.pid)
+            else:
+                WATCHDOG.forget_process(proc.pid)
     return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 

@@ -13,7 +13,7 @@ import inspect
 import time
 from typing import Any
 
-from distributed.diagnostics.plugin import SchedulerPlugin
+from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 PLUGIN_NAME = "mantispy-dataflow"
 FUNCTIONS_PER_OPERATION = 3
@@ -161,6 +161,20 @@ class DataflowRecorder(SchedulerPlugin):
         return {"started": self.started, "snapshot_at": time.time(), "graph": self.graph, "runs": self.runs,
                 "functions": self.functions, "workers": self.workers, "series": self.series,
                 "worker_metrics": metrics, "notes": list(self.notes)}
+
+
+class LastHeartbeat(WorkerPlugin):
+    """A worker plugin for clusters that close as soon as their job ends (a cluster the job started): a
+    closing worker sends one more heartbeat, so the scheduler has its CPU accounting of the last tasks."""
+
+    name = f"{PLUGIN_NAME}-last-heartbeat"
+
+    async def teardown(self, worker: Any) -> None:
+        """Send the heartbeat (the scheduler still knows the worker while it closes)."""
+        try:
+            await worker.heartbeat()
+        except Exception:  # noqa: BLE001, S110 - never break a closing worker; the accounting is then short
+            pass
 
 
 def snapshot(dask_scheduler: Any, name: str = PLUGIN_NAME) -> dict[str, Any] | None:

@@ -2,13 +2,17 @@
 
 The job is the user's script, run by the same Python (or ``--python``) with ``DASK_SCHEDULER_ADDRESS`` set
 and a boot folder first on its path (``mantispy/dataflow/boot``): its own ``Client()`` connects to the
-watched scheduler, and a job without a client is sent there too. The cluster's worker processes are
-registered with mantispy's watchdog, so they never outlive it. A job that fails halfway still gives its
-profile, marked incomplete.
+watched scheduler, and a job without a client is sent there too. A job that starts a cluster of its own is
+recorded on that cluster instead (the boot folder's scheduler preload, :data:`PRELOAD_MODULE`, puts the
+recorder on every scheduler the job starts and writes what it saw when it closes). The cluster's worker
+processes are registered with mantispy's watchdog, and the job runs in a process group of its own that
+the watchdog ends too, so neither outlives it. A job that fails halfway still gives its profile, marked
+incomplete.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -78,11 +82,13 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
                 _register(client, interval, address)
             machine = _MachineSampler(interval / 2)
             job_started = time.time()
-            try:
-                returncode = _run_job(argv, address, cwd, quiet)
-            finally:
-                job_ended = time.time()
-                machine.stop()
+            with tempfile.TemporaryDirectory(prefix="mantis-dataflow-own-") as own_folder:
+                try:
+                    returncode = _run_job(argv, address, cwd, quiet, Path(own_folder) if watch else None, interval)
+                finally:
+                    job_ended = time.time()
+                    machine.stop()
+                own = job_clusters(Path(own_folder))
             raw: dict[str, Any] | None = {}
             if watch:
                 time.sleep(min(1.0, interval * 3))  # one more heartbeat of every worker
@@ -96,6 +102,8 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
             cluster.close()
     if raw is None:
         raise RecordError(f"the scheduler at {address} lost mantispy's recorder during the job; record it again")
+    if watch:
+        raw, address, started_by = _choose_cluster(raw, own, address, started_by)
     profile = build_profile(list(argv), str(cwd or Path.cwd()), raw, job_started, job_ended, returncode,
                             request, address, started_by)
     profile.machine = machine.points
@@ -153,18 +161,85 @@ def _register(client: Any, interval: float, address: str) -> None:
                           "in the scheduler's environment") from None
 
 
-def _run_job(argv: Sequence[str], address: str, cwd: Path | None, quiet: bool) -> int:
+@dataclass
+class JobCluster:
+    """What the recorder saw on a scheduler the job started itself (the preload's JSON)."""
+
+    address: str
+    raw: dict[str, Any]
+
+    @property
+    def tasks(self) -> int:
+        """How many tasks the job gave it."""
+        return len(self.raw.get("graph") or {})
+
+
+PRELOAD_MODULE = "mantispy_dataflow_preload"
+"""The boot folder's scheduler preload: every scheduler the job starts gets the recorder plugin."""
+
+
+def _run_job(argv: Sequence[str], address: str, cwd: Path | None, quiet: bool, own_folder: Path | None = None,
+             interval: float = 0.25) -> int:
+    """Run the job with the boot folder first on its path, in a process group of its own (a cluster it
+    starts ends with it). With ``own_folder``, a scheduler the job starts records into that folder."""
     from mantispy.dataflow import boot as dataflow_boot
 
     with tempfile.TemporaryDirectory(prefix="mantis-dataflow-") as scratch:
         boot = Path(scratch) / "boot"
         boot.mkdir()
-        shutil.copyfile(Path(dataflow_boot.__file__).resolve().parent / "sitecustomize.py", boot / "sitecustomize.py")
+        here = Path(dataflow_boot.__file__).resolve().parent
+        for name in ("sitecustomize.py", f"{PRELOAD_MODULE}.py"):
+            shutil.copyfile(here / name, boot / name)
         env = dict(os.environ)
         env["DASK_SCHEDULER_ADDRESS"] = address
         env["PYTHONPATH"] = os.pathsep.join([str(boot)] + [p for p in [env.get("PYTHONPATH", "")] if p])
+        if own_folder is not None:
+            # by file: the boot folder leaves the job's sys.path once its sitecustomize has run
+            env.update({"DASK_DISTRIBUTED__SCHEDULER__PRELOAD": json.dumps([str(boot / f"{PRELOAD_MODULE}.py")]),
+                        "MANTIS_DATAFLOW_OWN": str(own_folder), "MANTIS_DATAFLOW_INTERVAL": repr(interval)})
         out = subprocess.DEVNULL if quiet else None
-        return run_watched(list(argv), env=env, cwd=cwd, stdout=out).returncode
+        return run_watched(list(argv), env=env, cwd=cwd, stdout=out, own_group=True).returncode
+
+
+def job_clusters(folder: Path) -> list[JobCluster | str]:
+    """The clusters the job started itself, as the preload wrote them, and its notes (strings) where one
+    could not be recorded; a file that cannot be read becomes a note too."""
+    found: list[JobCluster | str] = []
+    for path in sorted(folder.glob("cluster-*")):
+        try:
+            if path.suffix == ".note":
+                found.append(path.read_text(encoding="utf-8").strip())
+            elif path.suffix == ".json":
+                raw = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(raw, dict):
+                    found.append(JobCluster(str(raw.pop("address", "")), raw))
+        except (OSError, ValueError) as exc:
+            found.append(f"a cluster the job started could not be read back ({exc})")
+    return found
+
+
+def _choose_cluster(raw: dict[str, Any], own: list[JobCluster | str], address: str,
+                    started_by: str) -> tuple[dict[str, Any], str, str]:
+    """The recorded scheduler's snapshot, or, when the job ran its tasks on clusters of its own, the one
+    that ran the most; the others are named in the profile's notes."""
+    notes = [item for item in own if isinstance(item, str)]
+    clusters = sorted((c for c in own if isinstance(c, JobCluster) and c.tasks), key=lambda c: -c.tasks)
+    ours = len(raw.get("graph") or {})
+    if clusters and clusters[0].tasks > ours:
+        chosen, others = clusters[0], clusters[1:]
+        raw = dict(chosen.raw)
+        raw["notes"] = list(raw.get("notes") or ()) + notes
+        if ours:
+            others_said = f"{ours} task(s) on the scheduler mantispy started"
+            raw["notes"].append(f"the job also ran {others_said}, not in this profile")
+        for other in others:
+            raw["notes"].append(f"the job also ran {other.tasks} task(s) on another cluster of its own ({other.address}), "
+                                "not in this profile")
+        return raw, chosen.address, "job"
+    raw = dict(raw)
+    raw["notes"] = list(raw.get("notes") or ()) + notes + [
+        f"the job also ran {c.tasks} task(s) on a cluster of its own ({c.address}), not in this profile" for c in clusters]
+    return raw, address, started_by
 
 
 def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: float, ended: float,

@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from .operations import Operation, critical_path, operations
-from .types import DataflowProfile
+from .types import ClusterConfig, DataflowProfile
 from .whatif import Prediction
 
 
@@ -22,6 +22,15 @@ def _memory(limit: int | None) -> str:
     return "Dask's default memory" if not limit else f"{_size(limit)} per worker"
 
 
+def _where(cluster: ClusterConfig) -> str:
+    """Which cluster ran the job, in words."""
+    if cluster.started_by == "mantispy":
+        return "LocalCluster"
+    if cluster.started_by == "job":
+        return f"the job's own cluster at {cluster.address}"
+    return cluster.address
+
+
 def render_operations(profile: DataflowProfile) -> str:
     """The job, its operations in start order, and its critical path."""
     ops = operations(profile)
@@ -30,7 +39,7 @@ def render_operations(profile: DataflowProfile) -> str:
     lines = [f"job: {' '.join(profile.command)}",
              f"  {'complete' if profile.complete else 'INCOMPLETE'}, exit status {profile.returncode}, "
              f"{profile.wall_s:.2f} s on {c.workers} worker(s) x {c.threads_per_worker} thread(s), {c.cores} cores, "
-             f"{_memory(c.memory_limit)} ({'LocalCluster' if c.started_by == 'mantispy' else c.address})"]
+             f"{_memory(c.memory_limit)} ({_where(c)})"]
     if ran:
         first = min(t.start for t in ran) - profile.started
         last = max(t.stop for t in ran) - profile.started

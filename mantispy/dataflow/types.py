@@ -22,6 +22,10 @@ class ProfileError(ValueError):
     """A profile file that cannot be read: the message names the file or field and what is wrong."""
 
 
+STARTED_BY = ("mantispy", "external", "job")
+"""Who started the recorded scheduler: mantispy (a LocalCluster), someone else (``--scheduler``), the job."""
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """The cluster the job ran on: workers, threads per worker, memory limit per worker, machine cores."""
@@ -31,7 +35,7 @@ class ClusterConfig:
     memory_limit: int | None
     cores: int
     address: str = ""
-    started_by: str = "mantispy"  # or "external": a scheduler mantispy connected to
+    started_by: str = "mantispy"  # or "external": a scheduler mantispy connected to; "job": one the job started
 
     @property
     def slots(self) -> int:
@@ -181,7 +185,7 @@ def profile_from_json(text: str) -> DataflowProfile:
     memory_limit = c.opt_integer("memory_limit")
     cluster = ClusterConfig(workers=c.integer("workers", low=1), threads_per_worker=c.integer("threads_per_worker", low=1),
                             memory_limit=memory_limit, cores=c.integer("cores", low=1), address=c.text("address"),
-                            started_by=c.choice("started_by", ("mantispy", "external")))
+                            started_by=c.choice("started_by", STARTED_BY))
     tasks = []
     for i, item in enumerate(root.items("tasks")):
         t = _Fields(item, f"tasks[{i}]")
