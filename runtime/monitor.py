@@ -329,21 +329,26 @@ def _install_monitoring(plan: Plan) -> None:
     monitoring.use_tool_id(tool, TOOL_NAME)
     _tool_id = tool
     disable = monitoring.DISABLE
-    prepared: dict[Any, tuple[Any, dict[int, tuple[Any, ...]], int] | None] = {}
-    entered: dict[Any, dict[int, Any]] = {}  # code -> {offset: its one counter, or a tuple of them}
+    # Keyed by id(code): a code object hashes its whole contents on every lookup (about half a microsecond
+    # for a large function), which made the lookups, not the events, most of the backend's cost.
+    # ``keep`` holds every prepared code object, so that no id is reused by another while counting.
+    prepared: dict[int, tuple[Any, dict[int, tuple[Any, ...]], int] | None] = {}
+    entered: dict[int, dict[int, Any]] = {}  # id(code) -> {offset: its one counter, or a tuple of them}
+    keep: list[Any] = []
     lock = threading.Lock()
 
     def on_start(code, offset):
         try:
-            found = prepared[code]
+            found = prepared[id(code)]
         except KeyError:
             with lock:
-                found = prepared.get(code, False)
+                found = prepared.get(id(code), False)
                 if found is False:
                     found = plan.prepare(code)
-                    prepared[code] = found
+                    keep.append(code)
+                    prepared[id(code)] = found
                     if found is not None and found[1]:
-                        entered[code] = {offset: hits[0] if len(hits) == 1 else hits for offset, hits in found[1].items()}
+                        entered[id(code)] = {offset: hits[0] if len(hits) == 1 else hits for offset, hits in found[1].items()}
                         monitoring.set_local_events(tool, code, events.INSTRUCTION)
         if found is None or found[0] is None:
             return disable
@@ -352,7 +357,7 @@ def _install_monitoring(plan: Plan) -> None:
 
     def on_instruction(code, offset):
         try:
-            hit = entered[code][offset]
+            hit = entered[id(code)][offset]
         except KeyError:
             return disable
         if hit.__class__ is tuple:
@@ -379,16 +384,21 @@ def _report_other_tools() -> None:
 
 
 def _install_trace(plan: Plan) -> None:
-    """3.11: the same counts through sys.settrace (call events, opcode events in the program's frames)."""
-    prepared: dict[Any, tuple[Any, dict[int, tuple[Any, ...]], int] | None] = {}
+    """3.11: the same counts through sys.settrace (call events, opcode events in the program's frames).
 
-    def local(frame, event, arg):
-        if event == "opcode":
-            found = prepared[frame.f_code]
-            hits = found[1].get(frame.f_lasti) if found is not None else None
-            if hits is not None:
-                for counter in hits:
-                    next(counter)
+    Each code object's opcode tracer is a closure over its own {offset: counters}, made once, so an opcode
+    event looks nothing up by code object (whose hash covers its whole contents)."""
+    prepared: dict[int, tuple[Any, Any, int] | None] = {}  # id(code) -> (call counter, tracer, RESUME offset)
+    keep: list[Any] = []  # every code object looked at: no id is reused by another while counting
+
+    def tracer_for(hits_at: dict[int, tuple[Any, ...]]) -> Any:
+        def local(frame, event, arg):
+            if event == "opcode":
+                hits = hits_at.get(frame.f_lasti)
+                if hits is not None:
+                    for counter in hits:
+                        next(counter)
+            return local
         return local
 
     def on_call(frame, event, arg):
@@ -396,19 +406,22 @@ def _install_trace(plan: Plan) -> None:
             return None
         code = frame.f_code
         try:
-            found = prepared[code]
+            found = prepared[id(code)]
         except KeyError:
-            found = prepared[code] = plan.prepare(code)
+            made = plan.prepare(code)
+            keep.append(code)
+            found = prepared[id(code)] = None if made is None else (
+                made[0], tracer_for(made[1]) if made[1] else None, made[2])
         if found is None:
             return None
         # a generator's resumption is a "call" event too, at another RESUME than the first
         if found[0] is not None and frame.f_lasti == found[2]:
             next(found[0])
-        if not found[1]:
+        if found[1] is None:
             return None
         frame.f_trace_opcodes = True
         frame.f_trace_lines = False
-        return local
+        return found[1]
 
     sys.settrace(on_call)
     threading.settrace(on_call)

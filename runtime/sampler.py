@@ -61,7 +61,8 @@ class Sampler:
         self._samples: list[list] = []
         self._cpu: dict[int, int] = {}
         self._previous: dict[int, int] = {}
-        self._names: dict = {}  # code object -> its frame name
+        self._names: dict = {}  # id(code) -> its frame name
+        self._kept: list = []  # the code objects whose ids are keys
         self._clocks: dict[int, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -146,13 +147,14 @@ class Sampler:
         while frame is not None:
             codes.append(frame.f_code)
             frame = frame.f_back
-        key = tuple(codes)
+        key = tuple(map(id, codes))  # ids: a code object's hash covers its whole contents
         found = self._stacks.get(key)
         if found is None:
             found = self._stacks[key] = len(self._stacks)
             names = self._names
-            self._new_stacks[found] = [names.get(code) or names.setdefault(code, _frame_name(code))
+            self._new_stacks[found] = [names.get(id(code)) or names.setdefault(id(code), _frame_name(code))
                                        for code in reversed(codes)]
+            self._kept.extend(codes)  # alive while their ids are keys
         return found
 
     def flush(self) -> None:
