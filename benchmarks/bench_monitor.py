@@ -161,7 +161,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--programs", default="sqlparse,mistune,pycparser")
+    parser.add_argument("--programs", default="sqlparse,mistune,pycparser,whoosh,networkx")
     parser.add_argument("--versions", default="3.12,3.13")
     parser.add_argument("--inputs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
