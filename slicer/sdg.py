@@ -354,6 +354,58 @@ def _startup_modules(sdg: SDG, module_of: dict[str, str]) -> tuple[set[str], set
     return surely, _import_closure(sdg, entry, module_of, conditional=True)
 
 
+DYNAMIC_LOADERS = frozenset({"__import__", "import_module", "reload", "run_module", "run_path", "exec", "eval",
+                             "exec_module", "load_module", "spec_from_file_location", "SourceFileLoader",
+                             "entry_points", "load_entry_point", "iter_modules", "walk_packages"})
+"""Names whose call may load a module no ``import`` statement names: where a loadable module calls one,
+every module of the program may be loaded."""
+
+
+def loadable_files(sdg: SDG) -> set[str] | None:
+    """The files of the modules the program may ever load: the entry's module and, transitively, every
+    module an ``import`` anywhere in a loaded module names (in a function body too, conditional or not,
+    with the packages above it); None (every module) when there is no entry module or a loaded module
+    may load modules by name (``importlib.import_module``, ``__import__``, ``exec``, ``runpy``, entry
+    points...). A module outside this set never runs, so its statements define nothing the program reads
+    (a second script in the program's folder, a package's unused command-line module)."""
+    cached = sdg.__dict__.get("_loadable_files", False)
+    if cached is not False:
+        return cached
+    module_of = {f.modname: f.path for f in sdg.program.files}
+    entry = sdg.callgraph.entry
+    found: set[str] | None = set()
+    if entry is None or entry not in module_of:
+        found = None
+    else:
+        parts = entry.split(".")
+        todo = [".".join(parts[: n + 1]) for n in range(len(parts))]  # the packages above it load first
+        while todo and found is not None:
+            name = todo.pop()
+            if name in found:
+                continue
+            found.add(name)
+            source = sdg.program.by_module.get(name)
+            if source is None:
+                continue
+            for node in ast.walk(source.tree):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    todo += [m for m in _imported_modules(source, node, module_of) if m not in found]
+                elif isinstance(node, ast.Call) and _called_name(node.func) in DYNAMIC_LOADERS:
+                    found = None
+                    break
+    files = None if found is None else {module_of[m] for m in found if m in module_of}
+    sdg.__dict__["_loadable_files"] = files
+    return files
+
+
+def _called_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
 def _import_closure(sdg: SDG, entry: str, module_of: dict[str, str], conditional: bool) -> set[str]:
     found: set[str] = set()
     todo = [entry]
@@ -749,7 +801,10 @@ def _import_time_constants(sdg: SDG) -> None:
     mutated: set = set()
     defs: dict[tuple, list[Node]] = defaultdict(list)
     wildcard_by_file: dict[str, list[Node]] = defaultdict(list)  # module/class-level ANY writers
+    loadable = loadable_files(sdg)
     for key, proc in sdg.procs.items():
+        if loadable is not None and key[0] not in loadable:
+            continue  # a module the program never imports: none of its code runs, nothing of it writes
         at_import = proc.unit.kind in body
         for vid, access in proc.access.items():
             if not at_import:

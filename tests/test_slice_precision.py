@@ -6,12 +6,14 @@ that had the loss, and each checks fidelity so precision never costs correctness
 from __future__ import annotations
 
 import ast
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from mantispy.slicer.evaluators import SliceSession, check_fidelity
 from mantispy.slicer.memo import memo_caches
+from mantispy.slicer.sdg import loadable_files
 from tests.test_slicing import kept_lines, line_of, write_program
 
 MINISEARCH = Path(__file__).resolve().parent.parent / "examples" / "minisearch"
@@ -325,4 +327,60 @@ def test_an_import_of_a_started_module_does_not_run_its_body_again(tmp_path):
     assert callers["pkg/util.py"] == ["pkg/__init__.py:import pkg.util", "pkg/core.py:import pkg.util"]
     feature = "pkg/core.py:count_words:loop:1"
     rows = check_fidelity(session, root, [["a", "bcd", "efgh"], ["x"]], [feature], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+TWO_SCRIPTS = {
+    "count.py": '''
+        import sys
+
+
+        def count(n):
+            for i in range(n):
+                pass
+            return n
+
+
+        def main(argv):
+            n = int(argv[0])
+            print(count(n))
+
+
+        main(sys.argv[1:])
+        ''',
+    "other.py": '''
+        import sys
+
+
+        def heavy(argv):
+            total = 0
+            for k in range(int(argv[0]) * 1000):
+                total += k
+            return total
+
+
+        print(heavy(sys.argv[1:]))
+        ''',
+}
+
+
+@pytest.mark.parametrize("count_also", ["", "import importlib\nimportlib.import_module(sys.argv[2])\n",
+                                         "def later():\n    import other\n"])
+def test_a_module_the_program_never_imports_defines_nothing_it_reads(tmp_path, count_also):
+    """A second script beside the entry (``other.py``) never runs: its reading of ``sys.argv`` through a
+    call that may change it is no write the entry's ``sys.argv`` depends on (it once put all of
+    ``other.py`` into every slice of ``count.py``). Where the entry may load it — by name through
+    importlib, or by an ``import`` in a function — it is still taken into account."""
+    files = dict(TWO_SCRIPTS)
+    files["count.py"] = TWO_SCRIPTS["count.py"].replace("        main(sys.argv[1:])",
+                                                         textwrap.indent(count_also, " " * 8) + "        main(sys.argv[1:])")
+    root = write_program(tmp_path / "app", files)
+    session = SliceSession(root, "count.py")
+    result = session.slice("count.py:count:loop:1")
+    loadable = loadable_files(session.sdg)
+    if not count_also:
+        assert "other.py" not in result.kept and loadable == {"count.py"}, result.kept.keys()
+    else:  # loaded by name: any module may be (None); imported in a function: other.py may be
+        assert loadable is None if "importlib" in count_also else loadable == {"count.py", "other.py"}
+    rows = check_fidelity(session, root, [["5", "json"], ["12", "json"]], ["count.py:count:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
