@@ -183,4 +183,16 @@ grep -q "dataflow-data" flow.html && grep -q "drawGantt" flow.html \
     || { echo "wheel check: the dataflow page lacks its data or its script" >&2; exit 1; }
 mantispy dataflow whatif last --store flow.db --workers 1 --threads 1 | grep -q "predicted:" \
     || { echo "wheel check: mantispy dataflow whatif predicted nothing" >&2; exit 1; }
+cat > ownjob.py <<'JOB'
+import dask.array as da
+from distributed import Client, LocalCluster
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster):
+        print(int(da.ones((200, 200), chunks=(100, 100)).sum().compute()))
+JOB
+[ "$(mantispy dataflow record --store flow.db -o own.json -- ownjob.py)" = 40000 ] \
+    || { echo "wheel check: the Dask job with its own cluster printed the wrong sum" >&2; exit 1; }
+mantispy dataflow show own.json | grep -q "the job's own cluster" \
+    || { echo "wheel check: a job's own cluster was not recorded (is the scheduler preload in the wheel?)" >&2; exit 1; }
 echo "wheel check: ok"
