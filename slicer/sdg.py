@@ -30,7 +30,7 @@ import ast
 import builtins
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -373,29 +373,24 @@ def loadable_files(sdg: SDG) -> set[str] | None:
         return cached
     module_of = {f.modname: f.path for f in sdg.program.files}
     entry = sdg.callgraph.entry
-    found: set[str] | None = set()
-    if entry is None or entry not in module_of:
-        found = None
-    else:
-        parts = entry.split(".")
-        todo = [".".join(parts[: n + 1]) for n in range(len(parts))]  # the packages above it load first
-        while todo and found is not None:
-            name = todo.pop()
-            if name in found:
-                continue
-            found.add(name)
-            source = sdg.program.by_module.get(name)
-            if source is None:
-                continue
-            for node in ast.walk(source.tree):
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    todo += [m for m in _imported_modules(source, node, module_of) if m not in found]
-                elif isinstance(node, ast.Call) and _called_name(node.func) in DYNAMIC_LOADERS:
-                    found = None
-                    break
+    found = None
+    if entry is not None and entry in module_of:
+        parts = entry.split(".")  # the packages above the entry load first
+        found = _module_closure(sdg, [".".join(parts[: n + 1]) for n in range(len(parts))], module_of, _every_import)
     files = None if found is None else {module_of[m] for m in found if m in module_of}
     sdg.__dict__["_loadable_files"] = files
     return files
+
+
+def _every_import(source: SourceFile) -> list[ast.Import | ast.ImportFrom] | None:
+    """Every ``import`` of a module, wherever it is; None when the module may load modules by name."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in ast.walk(source.tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.Call) and _called_name(node.func) in DYNAMIC_LOADERS:
+            return None
+    return found
 
 
 def _called_name(func: ast.expr) -> str | None:
@@ -407,8 +402,16 @@ def _called_name(func: ast.expr) -> str | None:
 
 
 def _import_closure(sdg: SDG, entry: str, module_of: dict[str, str], conditional: bool) -> set[str]:
+    found = _module_closure(sdg, [entry], module_of, lambda source: _import_time_imports(source.tree, conditional))
+    return found if found is not None else set(module_of)  # (import-time imports are never None)
+
+
+def _module_closure(sdg: SDG, roots: list[str], module_of: dict[str, str],
+                    imports_of: Callable[[SourceFile], list[ast.Import | ast.ImportFrom] | None]) -> set[str] | None:
+    """The modules ``roots`` lead to through the imports ``imports_of`` gives for each program module; None
+    as soon as one gives None (it may load any module)."""
     found: set[str] = set()
-    todo = [entry]
+    todo = list(roots)
     while todo:
         name = todo.pop()
         if name in found:
@@ -417,7 +420,10 @@ def _import_closure(sdg: SDG, entry: str, module_of: dict[str, str], conditional
         source = sdg.program.by_module.get(name)
         if source is None:
             continue
-        for stmt in _import_time_imports(source.tree, conditional):
+        imports = imports_of(source)
+        if imports is None:
+            return None
+        for stmt in imports:
             todo += [m for m in _imported_modules(source, stmt, module_of) if m not in found]
     return found
 

@@ -318,25 +318,11 @@ def test_a_job_without_a_client_is_recorded_too(tmp_path):
     assert len([t for t in profile.tasks if t.ran]) >= 16
 
 
-OWN_CLUSTER_JOB = '''
-from dask import compute, delayed
-from distributed import Client, LocalCluster
-
-
-def parse(n):
-    return sum(i * i for i in range(n))
-
-
-def total(parts):
-    return sum(parts)
-
-
-if __name__ == "__main__":
-    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster):
-        parts = [delayed(parse)(300_000 + i) for i in range(6)]
-        (result,) = compute(delayed(total)(parts))
-        print(result)
-'''
+OWN_CLUSTER_JOB = (DELAYED_JOB.replace("from distributed import Client", "from distributed import Client, LocalCluster")
+                   .replace("with Client():", "with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None) "
+                                              "as cluster, Client(cluster):")
+                   .replace("200_000", "300_000"))
+"""The delayed job on a cluster it starts itself (3 workers, where the recorder's would have 2)."""
 
 
 def test_a_job_that_starts_its_own_cluster_is_recorded_on_it(tmp_path):
