@@ -325,11 +325,17 @@ OWN_CLUSTER_JOB = (DELAYED_JOB.replace("from distributed import Client", "from d
 """The delayed job on a cluster it starts itself (3 workers, where the recorder's would have 2)."""
 
 
-def test_a_job_that_starts_its_own_cluster_is_recorded_on_it(tmp_path):
-    """A job making its own LocalCluster (3 workers, not the recorder's 2) is recorded on that cluster:
-    its tasks, its workers, the workers' CPU accounting of the last tasks (sent as each worker closes),
-    and the cluster named as the job's own in the profile and in show."""
-    (tmp_path / "job.py").write_text(OWN_CLUSTER_JOB)
+@pytest.mark.parametrize("how", ["LocalCluster", "Client keywords"])
+def test_a_job_that_starts_its_own_cluster_is_recorded_on_it(tmp_path, how):
+    """A job making its own LocalCluster (3 workers, not the recorder's 2), or asking its Client for one
+    (``Client(n_workers=3, ...)``, which Dask refused while the recorder's address was set), is recorded on
+    that cluster: its tasks, its workers, the workers' CPU accounting of the last tasks (sent as each worker
+    closes), and the cluster named as the job's own in the profile and in show."""
+    job = OWN_CLUSTER_JOB
+    if how == "Client keywords":
+        job = DELAYED_JOB.replace("with Client():", "with Client(n_workers=3, threads_per_worker=1, "
+                                                    "dashboard_address=None):").replace("200_000", "300_000")
+    (tmp_path / "job.py").write_text(job)
     proc = run_mantispy("dataflow", "record", "-o", "p.json", "--store", "s.db", "--", "job.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(sum(sum(i * i for i in range(300_000 + k)) for k in range(6)))
