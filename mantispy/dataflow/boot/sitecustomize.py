@@ -44,6 +44,7 @@ def _after_dask(module) -> None:
 
 def _after_distributed(module) -> None:
     """Let a client that is asked to start a cluster start it (see the module docstring)."""
+    import functools
     import inspect
 
     import dask.config
@@ -54,13 +55,13 @@ def _after_distributed(module) -> None:
     original = client.__init__
     own = set(inspect.signature(original).parameters)
 
+    @functools.wraps(original)
     def __init__(self, address=None, *args, **kwargs):
         if address is None and kwargs.keys() - own:
             with dask.config.set({"scheduler-address": None}):
                 return original(self, address, *args, **kwargs)
         return original(self, address, *args, **kwargs)
 
-    __init__.__wrapped__ = original
     client.__init__ = __init__
 
 
