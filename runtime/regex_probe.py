@@ -12,7 +12,9 @@ standard library or other packages for their own use (argparse, json) are left o
 
 Use: ``python -m mantispy.runtime.regex_probe SCRIPT|-m MODULE ARGS...`` with ``MANTIS_REGEX_OUT`` (a
 folder: each process writes ``regex-PID.json`` there at exit) and ``MANTIS_REGEX_ROOT`` (the program's
-root folder) in the environment. Each file: ``{"format", "version", "root", "patterns": [{"pattern",
+root folder) in the environment, and optionally ``MANTIS_REGEX_PACKAGES``: installed packages (their
+folders, or module files, separated by ``os.pathsep``) whose files count as the program's too, named from
+the folder above them (``sqlparse/lexer.py``), as a campaign's ``include`` names them. Each file: ``{"format", "version", "root", "patterns": [{"pattern",
 "bytes", "flags", "file", "line", "qualname", "via" (where a helper compiled it)}]}``; a bytes pattern
 is stored latin-1 decoded. Not recorded: processes that end through ``os._exit`` or a signal, child
 processes. Standard library only.
@@ -32,6 +34,9 @@ ENV_OUT = "MANTIS_REGEX_OUT"
 
 ENV_ROOT = "MANTIS_REGEX_ROOT"
 """Environment variable: the program's root folder (only patterns compiled from files under it count)."""
+
+ENV_PACKAGES = "MANTIS_REGEX_PACKAGES"
+"""Environment variable: installed packages (folders or module files, ``os.pathsep``-separated) that count too."""
 
 FORMAT = "mantispy-regex-probe"
 VERSION = 1
@@ -72,8 +77,13 @@ def _qualname(frame: types.FrameType) -> str:
 class Probe:
     """The patterns compiled by the program's files, keyed by (pattern, flags)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, packages: list[str] | None = None) -> None:
         self.root = os.path.realpath(root) + os.sep
+        # (what a file's real path starts with, the folder its name is relative to)
+        self.places = [(self.root, self.root)]
+        for package in packages or ():
+            real = os.path.realpath(package)
+            self.places.append((real + os.sep if os.path.isdir(real) else real, os.path.dirname(real) + os.sep))
         self.found: dict[tuple, dict] = {}
         self.seen: set[tuple] = set()
         self._relative: dict[str, str | None] = {}
@@ -115,8 +125,9 @@ class Probe:
     def _rel(self, filename: str) -> str | None:
         if filename not in self._relative:
             real = os.path.realpath(filename)
-            self._relative[filename] = (os.path.relpath(real, self.root).replace(os.sep, "/")
-                                        if real.startswith(self.root) else None)
+            self._relative[filename] = next((os.path.relpath(real, base).replace(os.sep, "/")
+                                             for prefix, base in self.places if real.startswith(prefix) or real == prefix),
+                                            None)
         return self._relative[filename]
 
     def document(self) -> dict:
@@ -125,9 +136,9 @@ class Probe:
                 "patterns": sorted(self.found.values(), key=lambda p: (p["file"], p["line"], p["pattern"]))}
 
 
-def install(root: str, out_dir: str | None = None) -> Probe:
+def install(root: str, out_dir: str | None = None, packages: list[str] | None = None) -> Probe:
     """Wrap ``re._compile`` for the rest of the process; with ``out_dir``, write the patterns there at exit."""
-    probe = Probe(root)
+    probe = Probe(root, packages)
     original = re._compile  # type: ignore[attr-defined]
 
     def _compile(pattern, flags=0):
@@ -168,13 +179,14 @@ def main(argv: list[str]) -> None:
     if not argv or (argv[0] == "-m" and len(argv) < 2):
         sys.exit("usage: python -m mantispy.runtime.regex_probe SCRIPT|-m MODULE ARGS...")
     out = os.environ.get(ENV_OUT)
+    packages = [p for p in os.environ.get(ENV_PACKAGES, "").split(os.pathsep) if p]
     if argv[0] == "-m":
-        install(os.environ.get(ENV_ROOT) or os.getcwd(), out)
+        install(os.environ.get(ENV_ROOT) or os.getcwd(), out, packages)
         sys.argv = [argv[1], *argv[2:]]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     else:
         script = os.path.abspath(argv[0])
-        install(os.environ.get(ENV_ROOT) or os.path.dirname(script), out)
+        install(os.environ.get(ENV_ROOT) or os.path.dirname(script), out, packages)
         sys.argv = [argv[0], *argv[1:]]
         sys.path[0] = os.path.dirname(script)
         runpy.run_path(script, run_name="__main__")

@@ -24,13 +24,16 @@ LIBRARY = {
     "tallylib/__init__.py": "from .core import crunch, read\n",
     "tallylib/core.py": '''\
         """Read rows of numbers, then crunch each number."""
+        import re
+
+        NUMBER = re.compile(r"[0-9]+")
 
 
         def read(path):
             rows = []
             with open(path, encoding="utf-8") as handle:
                 for line in handle:
-                    rows.append([int(x) for x in line.split()])
+                    rows.append([int(x) for x in NUMBER.findall(line)])
             return rows
 
 
@@ -213,3 +216,17 @@ def test_the_view_follows_the_package_it_copies(tmp_path):
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = old
+
+
+def test_the_content_probe_finds_an_included_packages_patterns(tmp_path, monkeypatch):
+    """The build's content stage runs the program under the regex probe: a pattern the included package
+    compiles is the program's own, named as in the view (``tallylib/core.py``), not left out as another
+    package's."""
+    from mantispy.campaign import load_spec
+    from mantispy.content.discover import discover
+
+    env = make_project(tmp_path, count=4)
+    monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
+    spec = load_spec(tmp_path / "campaign.toml")
+    found = discover(spec, [r.id for r in spec.inputs][:2])
+    assert [(c.file, c.pattern, c.qualname) for c in found] == [("tallylib/core.py", "[0-9]+", "<module>")]

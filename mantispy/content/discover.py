@@ -5,6 +5,7 @@ candidates (one per pattern and flags, at the first place the program compiled i
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -56,16 +57,19 @@ def discover(spec, input_ids: list[str], jobs: int = 1,
              log: Callable[[str], None] = lambda _m: None) -> list[ContentFeature]:
     """Run the original program on the inputs ``input_ids`` of campaign ``spec`` under the probe (untimed,
     unstored) and return the candidates its files compiled."""
+    from mantispy.monitoring.view import package_locations
     from mantispy.profiler import ORIGINAL, make_task, run_tasks
 
     wanted = set(input_ids)
     records = [r for r in spec.inputs if r.id in wanted]
     root = spec.source_root
+    packages = os.pathsep.join(str(p) for p in package_locations(spec).values())  # a campaign's ``include``
     with tempfile.TemporaryDirectory(prefix="mantis-regex-") as tmp:
         tasks = []
         for record in records:
             task = make_task(spec, record, 0, ORIGINAL, root)
-            env = {**task.env, regex_probe.ENV_OUT: tmp, regex_probe.ENV_ROOT: str(Path(root).resolve())}
+            env = {**task.env, regex_probe.ENV_OUT: tmp, regex_probe.ENV_ROOT: str(Path(root).resolve()),
+                   regex_probe.ENV_PACKAGES: packages}
             tasks.append(replace(task, argv=probing_argv(task.argv), env=env, timeout=spec.timeout * 5))
         for result in run_tasks(tasks, jobs):
             if result.status != "ok":
