@@ -230,8 +230,7 @@ def _choose_cluster(raw: dict[str, Any], own: list[JobCluster | str], address: s
         raw = dict(chosen.raw)
         raw["notes"] = list(raw.get("notes") or ()) + notes
         if ours:
-            others_said = f"{ours} task(s) on the scheduler mantispy started"
-            raw["notes"].append(f"the job also ran {others_said}, not in this profile")
+            raw["notes"].append(f"the job also ran {ours} task(s) on the scheduler mantispy started, not in this profile")
         for other in others:
             raw["notes"].append(f"the job also ran {other.tasks} task(s) on another cluster of its own ({other.address}), "
                                 "not in this profile")

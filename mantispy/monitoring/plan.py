@@ -30,6 +30,7 @@ bytecode counterpart here; they remain a source-backend feature.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import tokenize
@@ -108,28 +109,37 @@ def locate_packages(names: list[str], python: str | None = None, option: str = "
     module file); :class:`PlanError` names the first it cannot find (as ``option NAME: ...``), without
     importing any."""
     import os
-    import subprocess
     import sys
-
-    from mantispy.runtime import locate_packages as locator
 
     if not names:
         return {}
     bad = next((name for name in names if not isinstance(name, str) or "." in name or not name.isidentifier()), None)
     if bad is not None:
         raise PlanError(f"{option} {bad!r}: give a top-level package name, like sqlparse")
-    # PYTHONSAFEPATH: the locator's own folder (mantispy's run-time modules) must not shadow a package.
-    done = subprocess.run([python or sys.executable, locator.__file__, *names], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONSAFEPATH": "1"})
-    try:
-        found = json.loads(done.stdout) if done.returncode == 0 else {}
-    except ValueError:
-        found = {}
+    found = _located(python or sys.executable, tuple(names), os.environ.get("PYTHONPATH", ""))
     for name in names:
         if not found.get(name) or str(found[name]) in ("built-in", "frozen"):
             raise PlanError(f"{option} {name}: no such package for {python or sys.executable}; install it there or "
                             "drop it")
-    return {name: Path(found[name]) for name in names}
+    return {name: Path(str(found[name])) for name in names}
+
+
+@functools.lru_cache(maxsize=32)
+def _located(python: str, names: tuple[str, ...], pythonpath: str) -> dict[str, str | None]:
+    """The locator's answer, once per interpreter, names and search path (a build asks several times)."""
+    import os
+    import subprocess
+
+    from mantispy.runtime import locate_packages as locator
+
+    # PYTHONSAFEPATH: the locator's own folder (mantispy's run-time modules) must not shadow a package.
+    done = subprocess.run([python, locator.__file__, *names], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONSAFEPATH": "1"})
+    try:
+        found = json.loads(done.stdout) if done.returncode == 0 else {}
+    except ValueError:
+        found = {}
+    return found if isinstance(found, dict) else {}
 
 
 def write_plan(plan: dict[str, Any], path: Path) -> None:
