@@ -5,10 +5,9 @@
 The suite's workloads (sqlparse, Markdown, pycparser from PyPI, generated inputs) run plain and under
 ``python -m mantispy.runtime.function_counters`` with two choices of functions: *few* (a handful of
 functions called hundreds of times, as AutoPerf annotates the functions a change touched) and *hot* (a
-function called 10^5-10^6 times). Each on the project's Python 3.11 (the chosen functions get a measuring
-decorator as their modules are imported) and, where pyenv has it, on 3.12 (``sys.monitoring``: code not
-chosen is disabled at its first event; the packages are imported from 3.11's site-packages, they are
-pure Python).
+function called 10^4-10^6 times); the hot choice also with every call measured and, on 3.12, through
+``sys.monitoring``. Each on the project's Python 3.11 and, where pyenv has it, on 3.12 (the packages are
+imported from 3.11's site-packages, they are pure Python).
 Runs are interleaved in a shuffled order (seed 22), ``--repeats`` times each; CPU = user+sys of the
 child, medians; the noise floor is the median absolute relative deviation of the plain repeats.
 
@@ -59,6 +58,15 @@ def child_cpu(argv: list[str], env: dict[str, str]) -> float:
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
+VARIANTS = {
+    "few": ("few", {}),
+    "hot": ("hot", {}),
+    "hot, every call": ("hot", {"MANTIS_FUNCTION_COUNTERS_BUDGET": "0"}),
+    "hot, sys.monitoring": ("hot", {"MANTIS_FUNCTION_COUNTERS_HOOK": "monitoring"}),
+}
+"""Profiled variants: (choice of functions, settings); the defaults are probes and a 0.5 % budget."""
+
+
 def plan(runtime: Path, out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Variant name -> (interpreter prefix, environment) for each interpreter and choice of functions."""
     pythons = {"3.11": (sys.executable, {})}
@@ -69,9 +77,12 @@ def plan(runtime: Path, out: Path) -> dict[str, tuple[list[str], dict[str, str]]
     found = {}
     for version, (python, extra) in pythons.items():
         found[f"{version} plain"] = ([python], extra)
-        for choice in ("few", "hot"):
-            found[f"{version} {choice}"] = ([python, "-m", "mantispy.runtime.function_counters"],
-                                            {**extra, "MANTIS_FUNCTION_COUNTERS_OUT": str(out), "CHOICE": choice})
+        for variant, (choice, settings) in VARIANTS.items():
+            if "MANTIS_FUNCTION_COUNTERS_HOOK" in settings and version == "3.11":
+                continue
+            found[f"{version} {variant}"] = ([python, "-m", "mantispy.runtime.function_counters"],
+                                             {**extra, **settings, "MANTIS_FUNCTION_COUNTERS_OUT": str(out),
+                                              "CHOICE": choice})
     return found
 
 
@@ -86,7 +97,7 @@ def main() -> None:
         order = [(name, variant) for name in WORKLOADS for variant in variants for _ in range(args.repeats)]
         random.Random(22).shuffle(order)
         cpu: dict[tuple[str, str], list[float]] = {}
-        calls: dict[tuple[str, str], int] = {}
+        calls: dict[tuple[str, str], tuple[int, int]] = {}
         for n, (name, variant) in enumerate(order, 1):
             argv, patterns = WORKLOADS[name]
             prefix, extra = variants[variant]
@@ -99,7 +110,8 @@ def main() -> None:
                 import json
 
                 profile = json.loads(Path(extra["MANTIS_FUNCTION_COUNTERS_OUT"]).read_text())
-                calls[(name, variant)] = sum(f["calls"] for f in profile["functions"].values())
+                calls[(name, variant)] = (sum(f["calls"] for f in profile["functions"].values()),
+                                          sum(f["measured_calls"] for f in profile["functions"].values()))
             print(f"[{n}/{len(order)}] {name} {variant}: cpu {seconds:.2f} s", flush=True)
     versions = sorted({v.split()[0] for v in variants})
     lines = [
@@ -107,11 +119,16 @@ def main() -> None:
         f"({(time.perf_counter() - started) / 60:.1f} min). {args.repeats} interleaved repeats per program and "
         "variant, shuffled (seed 22); medians of the child's user+sys CPU time, as a change against the plain "
         "run on the same interpreter. *few*: a handful of functions called hundreds of times; *hot*: one "
-        "function called 10^5-10^6 times (the calls column counts what was measured). Counters read at each "
-        "entry and exit: the software page-fault and context-switch events (no PMU here) and the thread's CPU time.",
+        "function (sqlparse: one module's) called 10^4-10^6 times. Counters read at a measured call's entry and "
+        "exit: the software page-fault and context-switch events (no PMU here) and the thread's CPU time. "
+        "Default settings: probes added to the chosen functions as their modules are imported, every call "
+        "counted, the first 100 calls of each function measured and then as many as keep measuring it under "
+        "0.5 % of the CPU time; *every call*: budget 0 (every call measured, as before sampling); "
+        "*sys.monitoring*: the 3.12+ event hook with the default sampling. Cells: CPU change, then calls "
+        "counted / calls measured.",
         "",
-        "| program | Python | plain CPU s (noise floor) | few: CPU | few: calls measured | hot: CPU | hot: calls measured |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| program | Python | plain CPU s (noise floor) | " + " | ".join(VARIANTS) + " |",
+        "| --- | --- | ---: | " + " | ".join("---:" for _ in VARIANTS) + " |",
     ]
     for name in WORKLOADS:
         for version in versions:
@@ -119,9 +136,13 @@ def main() -> None:
             base = statistics.median(plain)
             noise = statistics.median(abs(v - base) / base for v in plain)
             cells = []
-            for choice in ("few", "hot"):
-                key = (name, f"{version} {choice}")
-                cells += [f"{statistics.median(cpu[key]) / base - 1:+.1%}", f"{calls.get(key, 0):,}"]
+            for variant in VARIANTS:
+                key = (name, f"{version} {variant}")
+                if key not in cpu:
+                    cells.append("-")
+                    continue
+                counted, measured = calls.get(key, (0, 0))
+                cells.append(f"{statistics.median(cpu[key]) / base - 1:+.1%} ({counted:,} / {measured:,})")
             lines.append(f"| {name} | {version} | {base:.2f} ({noise:.1%}) | " + " | ".join(cells) + " |")
     lines += ["", "Goal (issue 22, for the profiles `diagnose` will use): profiling overhead at most 4 %."]
     print("\n".join(lines))

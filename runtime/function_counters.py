@@ -4,21 +4,26 @@ in one run (AutoPerf's per-function profiles; issue 22).
 Each thread reads its own counters: ``perf_event_open`` on the thread (:mod:`.perf_counters`: the
 hardware events that open, read as one group; software page faults and context switches), the thread's
 CPU time (``time.thread_time_ns``), and, where no software event opens, ``getrusage(RUSAGE_THREAD)``
-(page faults, context switches). At a chosen function's entry the values are
-read; at its exit they are read again, and the difference is the call's cost, callees included. Per
-function the profile keeps the number of calls, the totals, and the mean over its last ``RECENT`` calls
-(the paper averages the last calls of a function).
+(page faults, context switches). At a measured call's entry the values are read; at its exit they are
+read again, and the difference is the call's cost, callees included.
+
+Every call of a chosen function is counted; which calls are measured is :mod:`.call_sampling`'s choice:
+all of a function's first calls, then as many as keep the cost of measuring it under a share of the
+run's CPU time (``MANTIS_FUNCTION_COUNTERS_BUDGET``, default 0.005; 0 measures every call). Per function
+the profile keeps the number of calls, the number measured, the totals over all calls (estimated from the
+measured ones) and the mean over its last ``RECENT`` measured calls (the paper averages the last calls
+of a function).
 
 Functions (``def``s: not module or class bodies, lambdas or comprehensions) are chosen by ``fnmatch``
-patterns on ``FILE:QUALNAME``, where FILE is relative to the program's
-root folder for its own files and absolute for others (``'sqlparse/lexer.py:*'``,
-``'*:Lexer.get_tokens'``). Python 3.12+ uses ``sys.monitoring`` (PY_START, PY_RETURN, PY_UNWIND,
-PY_YIELD, PY_RESUME, PY_THROW under a free tool id; code that is not chosen is disabled at its first event). On
-3.11 (or when no tool id is free) the chosen functions' definitions get a measuring decorator as their
-modules are imported (:mod:`.function_wrapping`), so only they pay; ``async def`` functions and lambdas
-are then not measured. Either way a generator's call runs from its first start to its return, its
-suspensions left out, and a recursive function's nested calls count too (each call is inclusive).
-Child processes are not followed.
+patterns on ``FILE:QUALNAME``, where FILE is relative to the program's root folder for its own files and
+absolute for others (``'sqlparse/lexer.py:*'``, ``'*:Lexer.get_tokens'``). By default the chosen
+functions are *probed* as their modules are imported (:mod:`.function_wrapping`), so only they pay, and a
+call that is not measured pays only its count; ``async def`` functions and lambdas are then not measured.
+With ``MANTIS_FUNCTION_COUNTERS_HOOK=monitoring`` Python 3.12+ uses ``sys.monitoring`` instead
+(PY_START, PY_RETURN, PY_UNWIND, PY_YIELD, PY_RESUME, PY_THROW under a free tool id; code that is not
+chosen is disabled at its first event; each call of a chosen function costs a Python callback). Either
+way a generator's call runs from its first start to its return, its suspensions left out, and a
+recursive function's nested calls count too (each call is inclusive). Child processes are not followed.
 
 Use: ``python -m mantispy.runtime.function_counters SCRIPT|-m MODULE ARGS...`` with
 ``MANTIS_FUNCTION_COUNTERS`` (comma-separated patterns), ``MANTIS_FUNCTION_COUNTERS_OUT`` (the JSON file
@@ -39,7 +44,7 @@ import time
 from collections import deque
 from typing import Any
 
-from . import function_wrapping, perf_counters
+from . import call_sampling, function_wrapping, perf_counters
 
 ENV_PATTERNS = "MANTIS_FUNCTION_COUNTERS"
 ENV_OUT = "MANTIS_FUNCTION_COUNTERS_OUT"
@@ -47,7 +52,13 @@ ENV_ROOT = "MANTIS_FUNCTION_COUNTERS_ROOT"
 FORMAT = "mantispy-function-counters"
 VERSION = 1
 RECENT = 10
-"""Calls the per-call mean is taken over (the most recent ones)."""
+"""Measured calls the per-call mean is taken over (the most recent ones)."""
+ENV_HOOK = "MANTIS_FUNCTION_COUNTERS_HOOK"
+HOOKS = ("probes", "monitoring")
+"""How calls are seen: probes added to the chosen functions as their modules are imported (the default,
+every version), or ``sys.monitoring`` events (3.12+; probes where it is missing or no tool id is free)."""
+MEASURING_BOOKKEEPING_S = 1.5e-6
+"""What measuring a call costs beside its two counter reads (the sampler's strides count it)."""
 
 PER_CALL_SOFTWARE = ("sw.page_faults", "sw.context_switches")
 """The software events a per-call reader reads (CPU time comes from the thread's clock)."""
@@ -79,10 +90,24 @@ class _ThreadCounters:
                       *(THREAD_EVENTS[1:] if self.software is None else [])]
 
     def read(self) -> list[float]:
+        """The values at a call's entry: the thread's CPU clock read last, so the other reads' system calls
+        fall outside the call's CPU time."""
         values = self.hardware.values() if self.hardware is not None else []
         if self.software is not None:
             values += self.software.values()
         values.append(float(time.thread_time_ns()))
+        return self._rusage(values)
+
+    def read_at_exit(self) -> list[float]:
+        """The values at a call's exit, in :meth:`read`'s order: the CPU clock read first."""
+        clock = float(time.thread_time_ns())
+        values = self.hardware.values() if self.hardware is not None else []
+        if self.software is not None:
+            values += self.software.values()
+        values.append(clock)
+        return self._rusage(values)
+
+    def _rusage(self, values: list[float]) -> list[float]:
         if self.software is None and _RUSAGE_THREAD is not None:
             usage = resource.getrusage(_RUSAGE_THREAD)
             values += [float(usage.ru_minflt), float(usage.ru_majflt), float(usage.ru_nvcsw), float(usage.ru_nivcsw)]
@@ -94,19 +119,27 @@ class _ThreadCounters:
 class FunctionProfiler:
     """Per-function inclusive counter deltas of the chosen functions (see the module docstring)."""
 
-    def __init__(self, root: str, patterns: list[str], recent: int = RECENT) -> None:
+    def __init__(self, root: str, patterns: list[str], recent: int = RECENT, hook: str = "probes",
+                 sampling: call_sampling.SamplingSettings | None = None) -> None:
+        if hook not in HOOKS:
+            raise ValueError(f"{ENV_HOOK} must be one of {', '.join(HOOKS)}, not {hook!r}")
         self.root = os.path.realpath(root)
         self.patterns = [p for p in patterns if p]
         self.recent = recent
+        self.hook = hook
+        self.sampling = sampling or call_sampling.SamplingSettings()
         statuses = perf_counters.probe()
         self.perf_events = [s.name for s in statuses if s.available]
         self.refused = {s.name: s.reason for s in statuses if not s.available}
-        self._chosen: dict[int, str | None] = {}  # id(code) -> "FILE:QUALNAME" when chosen, None when not
+        self._chosen: dict[int, int | None] = {}  # id(code) -> the function's index when chosen, None when not
         self._codes: list = []  # keeps code objects alive, so their ids stay theirs
         self._local = threading.local()
         self._lock = threading.Lock()
-        self.stats: dict[str, dict] = {}
+        self.sampler = call_sampling.CallSampler(self.sampling, measuring_cost_s=0.0)
+        self.stats: dict[int, dict] = {}  # function index -> measured calls, their totals, the last ones
         self.names: list[str] | None = None
+        self.clock_bias_ns = 0.0
+        self._clock = 0  # the thread CPU clock's place among the values (set with the names)
         self._tool: int | None = None
         self.api = "none"
         self._finder: Any = None
@@ -114,7 +147,12 @@ class FunctionProfiler:
 
     # ------------------------------------------------------------------ choosing
     def name_of(self, code) -> str | None:
-        """``FILE:QUALNAME`` when ``code`` is a chosen function, else None (memoised per code object)."""
+        """``FILE:QUALNAME`` when ``code`` is a chosen function, else None."""
+        index = self.index_of(code)
+        return None if index is None else self.function_name(index)
+
+    def index_of(self, code) -> int | None:
+        """The chosen function's index when ``code`` is one, else None (memoised per code object)."""
         key = id(code)
         if key in self._chosen:
             return self._chosen[key]
@@ -123,11 +161,20 @@ class FunctionProfiler:
         qualname = getattr(code, "co_qualname", code.co_name)
         full = f"{file}:{qualname}"
         is_def = bool(code.co_flags & 0x2) and not code.co_name.startswith("<")  # not a module, class body, lambda
-        name = full if is_def and filename and os.path.dirname(filename) != _HERE and any(fnmatch.fnmatchcase(full, p) for p in self.patterns) \
-            else None
+        chosen = is_def and filename and os.path.dirname(filename) != _HERE and self.matches(full)
         self._codes.append(code)
-        self._chosen[key] = name
-        return name
+        index = self._chosen[key] = self.sampler.add(full) if chosen else None
+        return index
+
+    def function_name(self, index: int) -> str:
+        """The ``FILE:QUALNAME`` of function ``index``."""
+        return self._names_by_index()[index]
+
+    def _names_by_index(self) -> list[str]:
+        names = [""] * len(self.sampler.index)
+        for name, index in self.sampler.index.items():
+            names[index] = name
+        return names
 
     def file_part(self, path: str) -> str:
         """How names call a file: relative to the root (POSIX) for the program's own, else absolute."""
@@ -147,110 +194,119 @@ class FunctionProfiler:
             with self._lock:
                 if self.names is None:
                     self.names = list(reader.names)
+                    self._clock = self.names.index("thread.cpu_ns")
             state = self._local.state = (reader, [], {})  # reader, open segments, suspended generator calls
         return state
 
-    def enter(self, name: str, frame_id: int, resumed: bool = False) -> None:
-        """A chosen function starts (or a generator of it resumes)."""
+    def _calibrate(self) -> None:
+        """Time this thread's counter reads: what measuring one call costs, for the sampler's strides, and
+        the CPU time an empty measured stretch shows (its lower quartile), taken off each measured call."""
+        reader = self._thread()[0]
+        reads = 32
+        began = time.process_time()
+        empty = []
+        for _ in range(reads // 2):
+            before = reader.read()
+            empty.append(reader.read_at_exit()[self._clock] - before[self._clock])
+        per_read = (time.process_time() - began) / reads
+        self.sampler.measuring_cost_s = 2 * per_read + MEASURING_BOOKKEEPING_S
+        self.clock_bias_ns = max(0.0, sorted(empty)[len(empty) // 4])
+
+    def start_call(self, index: int, number: int):
+        """Call ``number`` of function ``index`` starts and is measured: the token :meth:`stop_call` takes."""
+        self.sampler.measuring(index, number)
+        reader = self._thread()[0]
+        return index, reader, reader.read()
+
+    def stop_call(self, token) -> None:
+        """A measured call (:meth:`start_call`'s token) returns or raises."""
+        index, reader, before = token
+        after = reader.read_at_exit()
+        self._account(index, [a - b for a, b in zip(after, before)])
+
+    def due(self, index: int) -> bool:
+        """Count a call of function ``index``; whether it is measured."""
+        sampler = self.sampler
+        number = sampler.calls[index]()
+        if number < sampler.due[index]:
+            return False
+        sampler.measuring(index, number)
+        return True
+
+    def enter(self, index: int, frame_id: int, resumed: bool = False) -> None:
+        """A measured call of a chosen function starts (or a generator of it resumes)."""
         reader, stack, suspended = self._thread()
         carried = suspended.pop(frame_id, None) if resumed else None
-        stack.append((name, frame_id, reader.read(), carried))
+        stack.append((index, frame_id, reader.read(), carried))
+
+    def is_suspended(self, frame_id: int) -> bool:
+        """Whether ``frame_id`` is a measured generator call, suspended in this thread."""
+        return frame_id in self._thread()[2]
 
     def leave(self, frame_id: int, suspended_only: bool = False, discard: bool = False) -> None:
-        """A chosen function returns or raises (or, ``suspended_only``, a generator of it yields; ``discard``:
+        """A measured call returns or raises (or, ``suspended_only``, a generator of it yields; ``discard``:
         a generator is closed before it finished, and its call is not counted)."""
         reader, stack, suspended = self._thread()
         if not stack or stack[-1][1] != frame_id:
             suspended.pop(frame_id, None)
-            return  # an exit whose entry came before the profile started
-        name, _, before, carried = stack.pop()
+            return  # an exit of a call not measured (or whose entry came before the profile started)
+        index, _, before, carried = stack.pop()
         if discard:
             suspended.pop(frame_id, None)
             return
-        after = reader.read()
+        after = reader.read_at_exit()
         delta = [a - b for a, b in zip(after, before)]
         if carried is not None:
             delta = [d + c for d, c in zip(delta, carried)]
         if suspended_only:
             suspended[frame_id] = delta
             return
-        self._account(name, delta)
+        self._account(index, delta)
 
     def forget(self, frame_id: int) -> None:
         """A suspended generator call that will not resume (closed or collected)."""
         self._thread()[2].pop(frame_id, None)
 
-    def measured(self, name: str):
-        """The decorator the 3.11 path adds to a chosen ``def`` (see :mod:`.function_wrapping`)."""
+    def measured(self, name: str, index: int | None = None):
+        """The decorator a probed generator function gets (see :mod:`.function_wrapping`): each call is
+        counted; a measured one runs from its first start to its return, its suspensions left out."""
         profiler = self
+        if index is None:
+            index = self.sampler.add(name)
 
         def decorate(function):
             import functools
 
-            code = getattr(function, "__code__", None)
-            if code is not None and code.co_flags & 0x20:  # a generator function: measure its active stretches
-                @functools.wraps(function)
-                def generator(*args, **kwargs):
-                    inner = function(*args, **kwargs)
-                    key = id(inner)
-                    resumed, to_send, to_throw = False, None, None
-                    while True:
-                        profiler.enter(name, key, resumed=resumed)
-                        resumed = True
-                        try:
-                            if to_throw is not None:
-                                error, to_throw = to_throw, None
-                                value = inner.throw(error)
-                            else:
-                                value = inner.send(to_send)
-                        except StopIteration as stop:
-                            profiler.leave(key)
-                            return stop.value
-                        except BaseException:
-                            profiler.leave(key)
-                            raise
-                        profiler.leave(key, suspended_only=True)
-                        try:
-                            to_send = yield value
-                        except GeneratorExit:
-                            profiler.forget(key)
-                            inner.close()
-                            raise
-                        except BaseException as exc:  # thrown in by the consumer: into the generator
-                            to_throw, to_send = exc, None
-
-                return generator
-
             @functools.wraps(function)
-            def call(*args, **kwargs):
-                marker = object()
-                profiler.enter(name, id(marker))
-                try:
+            def generator(*args, **kwargs):
+                if not profiler.due(index):
                     return function(*args, **kwargs)
-                finally:
-                    profiler.leave(id(marker))
+                return _measured_generator(profiler, index, function(*args, **kwargs))
 
-            return call
+            return generator
 
         return decorate
 
-    def _account(self, name: str, delta: list[float]) -> None:
+    def _account(self, index: int, delta: list[float]) -> None:
+        delta[self._clock] = max(0.0, delta[self._clock] - self.clock_bias_ns)
         with self._lock:
-            entry = self.stats.get(name)
+            entry = self.stats.get(index)
             if entry is None:
-                entry = self.stats[name] = {"calls": 0, "totals": [0.0] * len(delta), "recent": deque(maxlen=self.recent)}
-            entry["calls"] += 1
+                entry = self.stats[index] = {"measured": 0, "totals": [0.0] * len(delta),
+                                             "recent": deque(maxlen=self.recent)}
+            entry["measured"] += 1
             entry["totals"] = [t + d for t, d in zip(entry["totals"], delta)]
             entry["recent"].append(delta)
 
     # ------------------------------------------------------------------ hooks
     def start(self) -> None:
-        """Install the hooks (sys.monitoring on 3.12+, setprofile on 3.11)."""
+        """Install the hooks (probes added as modules are imported; or sys.monitoring events on 3.12+)."""
         if self.started:
             return
         self.started = True
+        self._calibrate()
         monitoring: Any = getattr(sys, "monitoring", None)
-        if monitoring is not None:
+        if self.hook == "monitoring" and monitoring is not None:
             for tool in range(6):
                 if monitoring.get_tool(tool) is None:
                     monitoring.use_tool_id(tool, _TOOL_NAME)
@@ -267,9 +323,12 @@ class FunctionProfiler:
                                   | events.PY_YIELD | events.PY_UNWIND)
             self.api = "sys.monitoring"
         else:
-            self.api = "decorators"
-            self._finder = function_wrapping.install(self.file_part, self.matches, self.measured,
-                                                     function_wrapping.file_may_match(self.patterns))
+            self.api = "probes"
+            sampler = self.sampler
+            hooks = function_wrapping.ProbeHooks(self.measured, sampler.calls, sampler.due, self.start_call,
+                                                 self.stop_call)
+            self._finder = function_wrapping.install(self.file_part, function_wrapping.Choice(self.matches, sampler.add),
+                                                     hooks, function_wrapping.file_may_match(self.patterns))
 
     def stop(self) -> None:
         """Remove the hooks."""
@@ -286,58 +345,100 @@ class FunctionProfiler:
             self._finder = None
 
     def _py_start(self, code, offset):
-        name = self.name_of(code)
-        if name is None:
+        index = self.index_of(code)
+        if index is None:
             return _DISABLE
-        self.enter(name, id(sys._getframe(1)))
+        if self.due(index):
+            self.enter(index, id(sys._getframe(1)))
         return None
 
     def _py_resume(self, code, offset):
-        name = self.name_of(code)
-        if name is None:
+        index = self.index_of(code)
+        if index is None:
             return _DISABLE
-        self.enter(name, id(sys._getframe(1)), resumed=True)
+        frame_id = id(sys._getframe(1))
+        if self.is_suspended(frame_id):
+            self.enter(index, frame_id, resumed=True)
         return None
 
     def _py_throw(self, code, offset, exception):
-        name = self.name_of(code)  # (a thrown-into generator resumes; this event cannot be disabled)
-        if name is not None:
-            self.enter(name, id(sys._getframe(1)), resumed=True)
+        index = self.index_of(code)  # (a thrown-into generator resumes; this event cannot be disabled)
+        frame_id = id(sys._getframe(1))
+        if index is not None and self.is_suspended(frame_id):
+            self.enter(index, frame_id, resumed=True)
 
     def _py_return(self, code, offset, retval):
-        if self.name_of(code) is None:
+        if self.index_of(code) is None:
             return _DISABLE
         self.leave(id(sys._getframe(1)))
         return None
 
     def _py_yield(self, code, offset, retval):
-        if self.name_of(code) is None:
+        if self.index_of(code) is None:
             return _DISABLE
         self.leave(id(sys._getframe(1)), suspended_only=True)
         return None
 
     def _py_unwind(self, code, offset, exception):
-        if self.name_of(code) is not None:
+        if self.index_of(code) is not None:
             self.leave(id(sys._getframe(1)), discard=isinstance(exception, GeneratorExit))
 
     # ------------------------------------------------------------------ the profile
     def result(self) -> dict:
-        """The profile as a JSON-ready document (format ``mantispy-function-counters``)."""
+        """The profile as a JSON-ready document (format ``mantispy-function-counters``): per function its
+        calls (every call, counted), the calls measured, the totals over all calls (the measured calls'
+        totals scaled by calls / measured calls when not every call was measured) and the mean of the last
+        measured calls."""
         names = self.names or list(THREAD_EVENTS)
         functions = {}
+        by_index = self._names_by_index()
         with self._lock:
-            for name, entry in sorted(self.stats.items()):
+            for index, entry in sorted(self.stats.items(), key=lambda item: by_index[item[0]]):
                 recent = list(entry["recent"])
-                functions[name] = {
-                    "calls": entry["calls"],
-                    "totals": dict(zip(names, entry["totals"])),
+                calls = max(self.sampler.count(index), entry["measured"])
+                scale = calls / entry["measured"]
+                functions[by_index[index]] = {
+                    "calls": calls,
+                    "measured_calls": entry["measured"],
+                    "totals": {n: t * scale for n, t in zip(names, entry["totals"])},
                     "recent_mean": {n: sum(r[i] for r in recent) / len(recent) for i, n in enumerate(names)},
                     "recent_calls": len(recent),
                 }
+        settings = self.sampling
         return {"format": FORMAT, "version": VERSION, "root": self.root, "patterns": self.patterns, "events": names,
                 "refused": self.refused, "recent": self.recent, "python": sys.version.split()[0],
-                "api": self.api,
+                "api": self.api, "clock_bias_ns": self.clock_bias_ns, "sampling": {"budget": settings.budget, "every_call_first": settings.every_call_first},
                 "functions": functions}
+
+
+def _measured_generator(profiler: FunctionProfiler, index: int, inner):
+    """Drive generator ``inner`` for its consumer, measuring its active stretches as one call."""
+    key = id(inner)
+    resumed, to_send, to_throw = False, None, None
+    while True:
+        profiler.enter(index, key, resumed=resumed)
+        resumed = True
+        try:
+            if to_throw is not None:
+                error, to_throw = to_throw, None
+                value = inner.throw(error)
+            else:
+                value = inner.send(to_send)
+        except StopIteration as stop:
+            profiler.leave(key)
+            return stop.value
+        except BaseException:
+            profiler.leave(key)
+            raise
+        profiler.leave(key, suspended_only=True)
+        try:
+            to_send = yield value
+        except GeneratorExit:
+            profiler.forget(key)
+            inner.close()
+            raise
+        except BaseException as exc:  # thrown in by the consumer: into the generator
+            to_throw, to_send = exc, None
 
 
 def write(profile: FunctionProfiler, path: str) -> None:
@@ -365,7 +466,11 @@ def main(argv: list[str]) -> None:
         root = os.environ.get(ENV_ROOT) or os.path.dirname(script)
         sys.argv = [argv[0], *argv[1:]]
         sys.path[0] = os.path.dirname(script)
-    profiler = FunctionProfiler(root, patterns)
+    try:
+        profiler = FunctionProfiler(root, patterns, hook=os.environ.get(ENV_HOOK, "probes"),
+                                    sampling=call_sampling.SamplingSettings.from_environment())
+    except ValueError as exc:
+        sys.exit(f"mantispy: function counters: {exc}")
 
     def finish() -> None:
         profiler.stop()
@@ -379,19 +484,20 @@ def main(argv: list[str]) -> None:
     profiler.start()
     if argv[0] == "-m":
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-    elif profiler.api == "decorators":
-        _run_decorated_script(profiler, script)
+    elif profiler.api == "probes":
+        _run_probed_script(profiler, script)
     else:
         runpy.run_path(script, run_name="__main__")
 
 
-def _run_decorated_script(profiler: FunctionProfiler, script: str) -> None:
-    """Run ``script`` as ``__main__`` with its chosen functions decorated (runpy cannot transform it)."""
+def _run_probed_script(profiler: FunctionProfiler, script: str) -> None:
+    """Run ``script`` as ``__main__`` with its chosen functions probed (runpy cannot transform it)."""
     import types
 
     with open(script, "rb") as handle:
         source = handle.read()
-    code = function_wrapping.decorated_code(source, script, profiler.file_part(script), profiler.matches)
+    choice = function_wrapping.Choice(profiler.matches, profiler.sampler.add)
+    code = function_wrapping.probed_code(source, script, profiler.file_part(script), choice)
     module = types.ModuleType("__main__")
     module.__dict__.update({"__file__": script, "__builtins__": __builtins__, "__spec__": None, "__loader__": None,
                             "__package__": None, "__cached__": None})

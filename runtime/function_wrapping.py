@@ -1,16 +1,19 @@
-"""Measuring chosen functions without a profile hook (Python 3.11): their definitions get a decorator.
+"""Measuring chosen functions without a profile hook: probes added to their code as modules are imported.
 
 ``sys.setprofile`` calls its hook for every call of every function, chosen or not, which makes a run
-several times slower. Instead, the source of the program's modules (its own files and installed
-packages; not the standard library) is parsed as it is imported, and every ``def`` whose
-``FILE:QUALNAME`` matches a pattern gets one more decorator, applied first
-(``@__mantis_function_counters__.measured("FILE:QUALNAME")``), so only the chosen functions pay; only
-modules whose file a pattern may name are parsed (the others load from their bytecode cache). The
-script itself is transformed the same way before it runs. Line numbers are unchanged; a traceback shows
-one more frame (the wrapper's).
+several times slower, and even ``sys.monitoring`` costs a Python callback per call. Instead, the source
+of the program's modules (its own files and installed packages; not the standard library) is parsed as
+it is imported, and every ``def`` whose ``FILE:QUALNAME`` matches a pattern is *probed*: its body starts
+by counting the call (a C-level counter) and deciding whether this call is measured
+(:mod:`.call_sampling`), and runs in a ``try`` whose ``finally`` ends a measured call. A call that is not
+measured costs the count and one comparison (some 20-40 ns); no frame is added, so tracebacks and
+frame-reading code see the function as it was. A generator function gets a measuring decorator instead
+(``@__mantis_function_counters__.measured(NAME, INDEX)``), which leaves its suspensions out of its call.
+Only modules whose file a pattern may name are parsed (the others load from their bytecode cache). The
+script itself is transformed the same way before it runs. Line numbers are unchanged.
 
-Not decorated: ``async def`` functions and lambdas; functions of modules loaded from bytecode only, from
-zip files or by loaders other than the source loader; code run by ``exec`` of a string.
+Not probed: ``async def`` functions and lambdas; functions of modules loaded from bytecode only, from zip
+files or by loaders other than the source loader; code run by ``exec`` of a string.
 """
 
 from __future__ import annotations
@@ -24,18 +27,73 @@ import os
 import sys
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 
 HOOK_NAME = "__mantis_function_counters__"
 """The builtin name the added decorators reach the profiler through."""
+CALLS_NAME = "__mantis_fc_calls__"
+"""The builtin list of each chosen function's call counter (a C-level ``itertools.count`` ``__next__``)."""
+DUE_NAME = "__mantis_fc_due__"
+"""The builtin list of each chosen function's next call to measure."""
+START_NAME = "__mantis_fc_start__"
+"""The builtin ``start(index, number) -> token`` a probe calls when its call is measured."""
+STOP_NAME = "__mantis_fc_stop__"
+"""The builtin ``stop(token)`` a measured call's ``finally`` calls."""
+_NUMBER, _TOKEN = "_mantis_call_number_", "_mantis_measured_call_"
 
 
-class _Decorate(ast.NodeTransformer):
-    """Adds the measuring decorator to every ``def`` whose ``FILE:QUALNAME`` matches."""
+@dataclass(frozen=True)
+class Choice:
+    """What the rewriting asks the profiler: whether ``FILE:QUALNAME`` is chosen, and its index."""
 
-    def __init__(self, file: str, matches: Callable[[str], bool]) -> None:
-        self.file, self.matches = file, matches
+    matches: Callable[[str], bool]
+    index: Callable[[str], int]
+
+
+def _load(name: str) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Load())
+
+
+def _probe_statements(index: int) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The statements a probed function starts with, and its ``finally`` body:
+
+    ``NUMBER = CALLS[index](); TOKEN = START(index, NUMBER) if NUMBER >= DUE[index] else None`` and
+    ``if TOKEN is not None: STOP(TOKEN)``."""
+    position = ast.Constant(value=index)
+    count = ast.Assign(targets=[ast.Name(id=_NUMBER, ctx=ast.Store())],
+                       value=ast.Call(func=ast.Subscript(value=_load(CALLS_NAME), slice=position, ctx=ast.Load()),
+                                      args=[], keywords=[]))
+    due = ast.Compare(left=_load(_NUMBER), ops=[ast.GtE()],
+                      comparators=[ast.Subscript(value=_load(DUE_NAME), slice=ast.Constant(value=index), ctx=ast.Load())])
+    start = ast.Call(func=_load(START_NAME), args=[ast.Constant(value=index), _load(_NUMBER)], keywords=[])
+    token = ast.Assign(targets=[ast.Name(id=_TOKEN, ctx=ast.Store())],
+                       value=ast.IfExp(test=due, body=start, orelse=ast.Constant(value=None)))
+    stop = ast.If(test=ast.Compare(left=_load(_TOKEN), ops=[ast.IsNot()], comparators=[ast.Constant(value=None)]),
+                  body=[ast.Expr(value=ast.Call(func=_load(STOP_NAME), args=[_load(_TOKEN)], keywords=[]))], orelse=[])
+    return [count, token], [stop]
+
+
+def _is_generator(node: ast.FunctionDef) -> bool:
+    """Whether ``node``'s own body yields (not a nested function's, lambda's or class's)."""
+    pending: list[ast.AST] = [*node.body]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(current))
+    return False
+
+
+class _Probe(ast.NodeTransformer):
+    """Probes every ``def`` whose ``FILE:QUALNAME`` is chosen: a plain function's body is wrapped in the
+    probe statements (a count, a measuring decision, a ``try``/``finally``); a generator function gets the
+    measuring decorator instead (its suspensions are left out of its call)."""
+
+    def __init__(self, file: str, choice: Choice) -> None:
+        self.file, self.choice = file, choice
         self.scope: list[str] = []
-        self.decorated = 0
+        self.probed = 0
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
         self.scope.append(node.name)
@@ -48,12 +106,23 @@ class _Decorate(ast.NodeTransformer):
         self.scope += [node.name, "<locals>"]
         self.generic_visit(node)
         del self.scope[-2:]
-        if self.matches(name):
-            hook = ast.Attribute(value=ast.Name(id=HOOK_NAME, ctx=ast.Load()), attr="measured", ctx=ast.Load())
-            decorator = ast.Call(func=hook, args=[ast.Constant(value=name)], keywords=[])
+        if not self.choice.matches(name):
+            return node
+        index = self.choice.index(name)
+        if _is_generator(node):
+            hook = ast.Attribute(value=_load(HOOK_NAME), attr="measured", ctx=ast.Load())
+            decorator = ast.Call(func=hook, args=[ast.Constant(value=name), ast.Constant(value=index)], keywords=[])
             node.decorator_list.append(ast.copy_location(decorator, node))
-            ast.fix_missing_locations(node)
-            self.decorated += 1
+        else:
+            first, final = _probe_statements(index)
+            keep = 1 if ast.get_docstring(node, clean=False) is not None else 0
+            body = node.body[keep:] or [ast.Pass()]
+            wrapped = ast.Try(body=body, handlers=[], orelse=[], finalbody=final)
+            for statement in [*first, wrapped]:
+                ast.copy_location(statement, body[0])
+            node.body = [*node.body[:keep], *first, wrapped]
+        ast.fix_missing_locations(node)
+        self.probed += 1
         return node
 
     def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
@@ -63,10 +132,10 @@ class _Decorate(ast.NodeTransformer):
         return node
 
 
-def decorated_code(source: bytes | str, path: str, file: str, matches: Callable[[str], bool]) -> types.CodeType:
-    """``source`` compiled with the chosen functions decorated (``file`` is how patterns name the file)."""
+def probed_code(source: bytes | str, path: str, file: str, choice: Choice) -> types.CodeType:
+    """``source`` compiled with the chosen functions probed (``file`` is how patterns name the file)."""
     tree = ast.parse(source, filename=path)
-    _Decorate(file, matches).visit(tree)
+    _Probe(file, choice).visit(tree)
     return compile(tree, path, "exec", dont_inherit=True)
 
 
@@ -74,11 +143,11 @@ class _Loader(importlib.machinery.SourceFileLoader):
     """A source loader whose code has the chosen functions decorated (the bytecode cache is not used)."""
 
     naming: Callable[[str], str]
-    matches: Callable[[str], bool]
+    choice: Choice
 
     def get_code(self, fullname: str) -> types.CodeType:
         path = self.get_filename(fullname)
-        return decorated_code(self.get_data(path), path, type(self).naming(path), type(self).matches)
+        return probed_code(self.get_data(path), path, type(self).naming(path), type(self).choice)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -98,23 +167,40 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install(naming: Callable[[str], str], matches: Callable[[str], bool], measured,
+@dataclass(frozen=True)
+class ProbeHooks:
+    """What probed code reaches through builtins (see the ``*_NAME`` constants)."""
+
+    measured: Callable[[str, int], Callable]  # the decorator factory for generator functions
+    calls: list
+    due: list[int]
+    start: Callable[[int, int], object]
+    stop: Callable[[object], None]
+
+    def publish(self) -> None:
+        """Make the hooks reachable from probed code."""
+        for name, value in ((HOOK_NAME, types.SimpleNamespace(measured=self.measured)), (CALLS_NAME, self.calls),
+                            (DUE_NAME, self.due), (START_NAME, self.start), (STOP_NAME, self.stop)):
+            setattr(builtins, name, value)
+
+
+def install(naming: Callable[[str], str], choice: Choice, hooks: ProbeHooks,
             file_may_match: Callable[[str], bool] = lambda _file: True) -> _Finder:
-    """Decorate chosen functions of modules imported from now on: ``naming(path)`` gives the FILE part of
-    a name, ``matches(name)`` chooses, ``measured(name)`` is the decorator factory, and a module whose FILE
-    ``file_may_match`` rejects is loaded as usual. Returns the finder (remove it from ``sys.meta_path``
-    with :func:`uninstall`)."""
-    loader = type("MantisMeasuringLoader", (_Loader,), {"naming": staticmethod(naming), "matches": staticmethod(matches)})
+    """Probe chosen functions of modules imported from now on: ``naming(path)`` gives the FILE part of a
+    name, ``choice`` chooses and numbers functions, ``hooks`` are what the probes call, and a module whose
+    FILE ``file_may_match`` rejects is loaded as usual. Returns the finder (remove it from
+    ``sys.meta_path`` with :func:`uninstall`)."""
+    loader = type("MantisMeasuringLoader", (_Loader,), {"naming": staticmethod(naming), "choice": choice})
     stdlib = {os.path.dirname(os.path.realpath(os.__file__)) + os.sep}  # the real one, not a venv's lib folder
     here = os.path.dirname(os.path.realpath(__file__)) + os.sep
     finder = _Finder(loader, tuple(sorted(stdlib | {here})), file_may_match)
-    setattr(builtins, HOOK_NAME, types.SimpleNamespace(measured=measured))
+    hooks.publish()
     sys.meta_path.insert(0, finder)
     return finder
 
 
 def uninstall(finder: _Finder) -> None:
-    """Stop decorating newly imported modules (decorated functions stay decorated)."""
+    """Stop probing newly imported modules (probed functions stay probed)."""
     if finder in sys.meta_path:
         sys.meta_path.remove(finder)
 

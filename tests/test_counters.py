@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -231,14 +232,14 @@ def test_function_counters_count_each_call_inclusively_in_every_thread(tmp_path)
     assert functions["prog.py:spin"]["calls"] == 5 + 1 + 30
     assert functions["prog.py:spin"]["totals"]["thread.cpu_ns"] > 0
     assert functions["prog.py:allocate"]["recent_mean"][faults] > 10 * functions["prog.py:spin"]["recent_mean"][faults]
-    assert data["api"] == ("sys.monitoring" if sys.version_info >= (3, 12) else "decorators")
+    assert data["api"] == "probes"
     tokens = functions["prog.py:tokens"]  # one call, from its first start to its return, suspensions left out
     assert tokens["calls"] == 1 and tokens["totals"]["thread.cpu_ns"] > 0
 
 
 @pytest.mark.parametrize("version", ["3.12", "3.13"])
 def test_function_counters_on_sys_monitoring_count_a_generator_once(tmp_path, version):
-    """3.12+ reads the counters from sys.monitoring events, with the same counts as 3.11's decorators."""
+    """3.12+ reads the counters from sys.monitoring events on request, with the same counts as the probes."""
     from mantispy.standalone_runtime import standalone_runtime_dir
     from tests.test_python_versions import interpreter
 
@@ -246,7 +247,7 @@ def test_function_counters_on_sys_monitoring_count_a_generator_once(tmp_path, ve
     if python is None:
         pytest.skip(f"Python {version} is not installed under pyenv")
     runtime = standalone_runtime_dir(tmp_path / "runtime")
-    data = _profile_functions(tmp_path, python, {"PYTHONPATH": str(runtime)})
+    data = _profile_functions(tmp_path, python, {"PYTHONPATH": str(runtime), "MANTIS_FUNCTION_COUNTERS_HOOK": "monitoring"})
     assert data["api"] == "sys.monitoring" and data["python"].startswith(version)
     tokens = data["functions"]["prog.py:tokens"]
     assert tokens["calls"] == 1  # from its first start to its return, suspensions left out
@@ -304,15 +305,66 @@ except StopIteration as stop:
 closed = echo()
 next(closed)
 closed.close()
+
+
+class Base:
+    def hello(self):
+        return "base"
+
+
+class Child(Base):
+    def hello(self):
+        'Says hello.'
+        return "child of " + super().hello()
+
+
+total = 0
+
+
+def add(n):
+    global total
+    total += n
+    return total
+
+
+def counter():
+    seen = 0
+
+    def bump():
+        nonlocal seen
+        seen += 1
+        return seen
+    bump()
+    return bump()
+
+
+def fails():
+    raise ValueError("from fails")
+
+
+def only_doc():
+    'Nothing else.'
+
+
+assert Child().hello() == "child of base" and Child.hello.__doc__ == "Says hello."
+assert add(2) == 2 and add(3) == 5 and counter() == 2 and only_doc() is None
+try:
+    fails()
+except ValueError as error:
+    import traceback
+    assert traceback.extract_tb(error.__traceback__)[-1].lineno == FAILS_LINE, traceback.format_exc()
 print(Box.make(1).size + Box.twice(2) + outer(1))
 """
+DECORATED = DECORATED.replace("FAILS_LINE", str(DECORATED.splitlines().index('    raise ValueError("from fails")') + 1))
 
 
-@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
-def test_the_decorators_keep_what_decorated_functions_do(tmp_path, version):
-    """3.11's path adds a decorator to each chosen def: class and static methods, properties, nested
-    functions and a generator driven by send, throw and close behave as before, and are counted as
-    sys.monitoring counts them on 3.12+ (a generator closed before it finished is no call)."""
+@pytest.mark.parametrize("version, hook", [("3.11", "probes"), ("3.12", "probes"), ("3.13", "probes"),
+                                           ("3.12", "monitoring"), ("3.13", "monitoring")])
+def test_the_probes_keep_what_probed_functions_do(tmp_path, version, hook):
+    """The probes (and sys.monitoring on request) leave the chosen functions doing what they did: class and
+    static methods, properties, nested functions, ``super()``, ``global`` and ``nonlocal``, docstrings,
+    a traceback's line numbers, and a generator driven by send, throw and close; and they count the same
+    calls (a generator closed before it finished is a call, not a measured one)."""
     from mantispy.standalone_runtime import standalone_runtime_dir
     from tests.test_python_versions import interpreter
 
@@ -321,15 +373,105 @@ def test_the_decorators_keep_what_decorated_functions_do(tmp_path, version):
         pytest.skip(f"Python {version} is not installed under pyenv")
     (tmp_path / "prog.py").write_text(textwrap.dedent(DECORATED))
     out = tmp_path / "profile.json"
-    env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "prog.py:*", "MANTIS_FUNCTION_COUNTERS_OUT": str(out)}
+    env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "prog.py:*", "MANTIS_FUNCTION_COUNTERS_OUT": str(out),
+           "MANTIS_FUNCTION_COUNTERS_HOOK": hook}
     if version != "3.11":
         env["PYTHONPATH"] = str(standalone_runtime_dir(tmp_path / "runtime"))
     proc = subprocess.run([python, "-m", "mantispy.runtime.function_counters", "prog.py"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "9", proc.stderr
-    calls = {name: f["calls"] for name, f in json.loads(out.read_text())["functions"].items()}
+    profile = json.loads(out.read_text())
+    assert profile["api"] == ("probes" if hook == "probes" else "sys.monitoring")
+    calls = {name: f["calls"] for name, f in profile["functions"].items()}
     assert calls == {"prog.py:Box.make": 1, "prog.py:Box.twice": 1, "prog.py:Box.size": 1, "prog.py:outer": 1,
-                     "prog.py:outer.<locals>.inner": 1, "prog.py:echo": 1}, calls  # the closed one never returned
+                     "prog.py:outer.<locals>.inner": 1, "prog.py:echo": 2, "prog.py:Base.hello": 1,
+                     "prog.py:Child.hello": 1, "prog.py:add": 2, "prog.py:counter": 1,
+                     "prog.py:counter.<locals>.bump": 2, "prog.py:fails": 1, "prog.py:only_doc": 1}, calls
+    assert profile["functions"]["prog.py:echo"]["measured_calls"] == 1
+
+
+HOT = """
+def spin(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+for _ in range(40000):
+    spin(30)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("hook", ["probes", "monitoring"])
+def test_a_hot_function_is_counted_at_every_call_and_measured_at_some(tmp_path, hook):
+    """40,000 calls of one function: every call counted, a few hundred measured (the first 100, then as
+    the budget allows), and the totals scaled to all calls agree with those of a run measuring every call."""
+    from mantispy.standalone_runtime import standalone_runtime_dir
+    from tests.test_python_versions import interpreter
+
+    python = sys.executable if hook == "probes" else interpreter("3.12")
+    if python is None:
+        pytest.skip("Python 3.12 is not installed under pyenv")
+    (tmp_path / "hot.py").write_text(textwrap.dedent(HOT))
+    results = {}
+    for budget in ("0", "0.005"):
+        out = tmp_path / f"profile-{budget}.json"
+        env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "hot.py:spin", "MANTIS_FUNCTION_COUNTERS_OUT": str(out),
+               "MANTIS_FUNCTION_COUNTERS_HOOK": hook, "MANTIS_FUNCTION_COUNTERS_BUDGET": budget,
+               "PYTHONPATH": str(standalone_runtime_dir(tmp_path / "runtime"))}
+        proc = subprocess.run([python, "-m", "mantispy.runtime.function_counters", "hot.py"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+        profile = json.loads(out.read_text())
+        assert profile["sampling"]["budget"] == float(budget)
+        results[budget] = profile["functions"]["hot.py:spin"]
+    every, sampled = results["0"], results["0.005"]
+    assert every["calls"] == every["measured_calls"] == sampled["calls"] == 40000
+    assert 100 <= sampled["measured_calls"] < 4000, sampled["measured_calls"]
+    ratio = sampled["totals"]["thread.cpu_ns"] / every["totals"]["thread.cpu_ns"]
+    assert 0.5 < ratio < 2.0, (ratio, every, sampled)
+
+
+def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypatch):
+    """Every call while a function is young or the budget is 0; then strides that make measuring cost
+    about the budget's share of the CPU time between measured calls; the count is exact."""
+    from mantispy.runtime import call_sampling
+
+    clock = [0.0]
+    monkeypatch.setattr(call_sampling.time, "process_time", lambda: clock[0])
+    sampler = call_sampling.CallSampler(call_sampling.SamplingSettings(budget=0.01, every_call_first=10),
+                                        measuring_cost_s=5e-6)
+    index = sampler.add("prog.py:f")
+    assert sampler.add("prog.py:f") == index  # one index per name
+    measured = []
+    for _ in range(200_000):
+        clock[0] += 1e-6  # one microsecond of the program per call
+        number = sampler.calls[index]()
+        if number >= sampler.due[index]:
+            measured.append(number)
+            sampler.measuring(index, number)
+    assert measured[:10] == list(range(1, 11)) and sampler.count(index) == 200_000
+    strides = [b - a for a, b in zip(measured[10:], measured[11:])]
+    # 5 us per measurement at 1 % of 1 us per call: one call in ~500 (jittered x0.5-1.5)
+    assert 250 <= min(strides[2:]) and max(strides) <= 750 and 300 < statistics.median(strides[2:]) < 700, strides
+    every = call_sampling.CallSampler(call_sampling.SamplingSettings(budget=0, every_call_first=0), 5e-6)
+    index = every.add("prog.py:g")
+    assert all(every.calls[index]() >= every.due[index] and every.measuring(index, n) is None for n in range(1, 1001))
+
+
+def test_bad_sampling_settings_are_refused_in_one_line(tmp_path):
+    (tmp_path / "prog.py").write_text("print('ran')\n")
+    env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "prog.py:*", "MANTIS_FUNCTION_COUNTERS_BUDGET": "lots"}
+    proc = subprocess.run([sys.executable, "-m", "mantispy.runtime.function_counters", "prog.py"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "ran" not in proc.stdout
+    assert len(proc.stderr.strip().splitlines()) == 1 and "MANTIS_FUNCTION_COUNTERS_BUDGET" in proc.stderr, proc.stderr
+    env = {**env, "MANTIS_FUNCTION_COUNTERS_BUDGET": "0.01", "MANTIS_FUNCTION_COUNTERS_HOOK": "setprofile"}
+    proc = subprocess.run([sys.executable, "-m", "mantispy.runtime.function_counters", "prog.py"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1 and "HOOK" in proc.stderr, proc.stderr
 
 
 def test_counters_cli_profiles_functions_and_refuses_bad_requests(tmp_path):

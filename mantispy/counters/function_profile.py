@@ -4,9 +4,14 @@ checked into typed records, and its table.
 The document (written by :mod:`mantispy.runtime.function_counters`)::
 
     {"format": "mantispy-function-counters", "version": 1, "events": [EVENT, ...],
-     "refused": {EVENT: why}, "recent": N, "api": "sys.monitoring" | "setprofile", "python": "3.12.1",
-     "functions": {"FILE:QUALNAME": {"calls": n, "totals": {EVENT: x}, "recent_mean": {EVENT: x},
-                                     "recent_calls": m}}}
+     "refused": {EVENT: why}, "recent": N, "api": "probes" | "sys.monitoring", "python": "3.12.1",
+     "sampling": {"budget": share, "every_call_first": n}, "clock_bias_ns": x,
+     "functions": {"FILE:QUALNAME": {"calls": n, "measured_calls": k, "totals": {EVENT: x},
+                                     "recent_mean": {EVENT: x}, "recent_calls": m}}}
+
+``calls`` counts every call; ``measured_calls`` (absent in older profiles: every call) how many had their
+counters read; ``totals`` are over all calls (the measured calls' totals scaled up when not all were
+measured); ``recent_mean`` is the mean of the last ``recent_calls`` measured calls.
 """
 
 from __future__ import annotations
@@ -34,8 +39,14 @@ class FunctionCounts:
     name: str  # FILE:QUALNAME
     calls: int
     totals: dict[str, float]
-    recent_mean: dict[str, float]  # mean per call over its last ``recent_calls`` calls
+    recent_mean: dict[str, float]  # mean per call over its last ``recent_calls`` measured calls
     recent_calls: int
+    measured_calls: int = -1  # calls whose counters were read (-1: every call)
+
+    @property
+    def measured(self) -> int:
+        """How many calls had their counters read."""
+        return self.calls if self.measured_calls < 0 else self.measured_calls
 
 
 @dataclass(frozen=True)
@@ -88,8 +99,11 @@ def load(path: Path) -> FunctionProfile:
             raise fail(f"{where}.calls", "a whole number >= 0")
         if recent_calls is None:
             raise fail(f"{where}.recent_calls", "a whole number >= 0")
-        if recent_calls > calls:
-            raise fail(f"{where}.recent_calls", "no more than calls")
+        measured = _count(raw.get("measured_calls", calls))
+        if measured is None or measured > calls:
+            raise fail(f"{where}.measured_calls", "a whole number >= 0, no more than calls")
+        if recent_calls > measured:
+            raise fail(f"{where}.recent_calls", "no more than the measured calls")
         tables = {}
         for field in ("totals", "recent_mean"):
             table = raw.get(field)
@@ -98,7 +112,7 @@ def load(path: Path) -> FunctionProfile:
                     for k, v in table.items()):
                 raise fail(f"{where}.{field}", "an object {event: finite number}")
             tables[field] = {k: float(v) for k, v in table.items()}
-        found[name] = FunctionCounts(name, calls, tables["totals"], tables["recent_mean"], recent_calls)
+        found[name] = FunctionCounts(name, calls, tables["totals"], tables["recent_mean"], recent_calls, measured)
     return FunctionProfile(list(events), dict(refused), api, python, found)
 
 
@@ -121,11 +135,11 @@ UNITS = {"sw.task_clock_ns": ("task-clock ms", 1e-6), "thread.cpu_ns": ("thread 
 def table_rows(profile: FunctionProfile, events: list[str] | None = None) -> tuple[list[str], list[list[str]]]:
     """(header, rows) of the per-call means, the most expensive function (by thread CPU) first."""
     shown = events or [e for e in profile.events if not e.endswith(("cpu_migrations", "major_faults"))]
-    header = ["function", "calls", *(UNITS.get(e, (e, 1.0))[0] + " /call" for e in shown)]
+    header = ["function", "calls", "measured", *(UNITS.get(e, (e, 1.0))[0] + " /call" for e in shown)]
     order = sorted(profile.functions.values(), key=lambda f: -f.recent_mean.get("thread.cpu_ns", 0.0))
     rows = []
     for counts in order:
-        cells = [counts.name, str(counts.calls)]
+        cells = [counts.name, str(counts.calls), str(counts.measured)]
         for event in shown:
             value = counts.recent_mean.get(event)
             factor = UNITS.get(event, (event, 1.0))[1]

@@ -159,7 +159,7 @@ def _paired_departures(train_runs: list[VersionRun], test_runs: list[VersionRun]
     for run in train_runs:
         by_input[run.input_id].append(vector(run, baseline_name))
         counts = run.functions[baseline_name]
-        noise.append(counting_noise(counts.calls, counts.totals, events))
+        noise.append(counting_noise(counts.calls, counts.totals, events, counts.measured))
     medians = {key: np.median(np.array(rows), axis=0) for key, rows in by_input.items()}
     spread = [np.abs(np.array(rows) - medians[key]) for key, rows in by_input.items() if len(rows) >= 2]
     repeat_noise = 1.4826 * np.median(np.vstack(spread), axis=0) if spread else np.zeros(test.shape[1])
@@ -193,8 +193,8 @@ def _judge_function(name: str, baseline_name: str, code_changed: bool, runs: lis
     train = np.array([vector(r, baseline_name) for r in train_runs])
     test = np.array([vector(r, name) for r in test_runs])
     train_context, test_context = _same_input_medians(train_runs, test_runs, train)
-    noise = np.array([counting_noise(r.functions[baseline_name].calls, r.functions[baseline_name].totals, events)
-                      for r in train_runs])
+    noise = np.array([counting_noise(c.calls, c.totals, events, c.measured)
+                      for c in (r.functions[baseline_name] for r in train_runs)])
     keep = ~np.isnan(test_context).any(axis=1)
     model = CounterAutoencoder(k=settings.k, random_state=settings.seed)
     model.fit(np.hstack([train, train - train_context]), np.hstack([noise, noise]))

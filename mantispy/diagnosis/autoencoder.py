@@ -31,15 +31,17 @@ def sample_vector(calls: int, totals: dict[str, float], events: list[str]) -> li
     return [math.log1p(max(calls, 0)), *(math.log1p(max(totals.get(e, 0.0), 0.0) / per_call) for e in events)]
 
 
-def counting_noise(calls: int, totals: dict[str, float], events: list[str]) -> list[float]:
+def counting_noise(calls: int, totals: dict[str, float], events: list[str], measured: int | None = None) -> list[float]:
     """Each feature's counting noise in one run, in the features' log units: how far one event more plus
-    a Poisson deviation of the total moves the value (calls: one call more)."""
+    a Poisson deviation of the measured total moves the value (calls: one call more). ``measured``: how many
+    calls had their counters read (default: all); the per-call mean of fewer calls is noisier."""
     per_call = max(calls, 1)
+    read = max(min(measured if measured is not None else calls, calls), 1)
     noise = [math.log1p(max(calls, 0) + 1) - math.log1p(max(calls, 0))]
     for event in events:
         total = max(totals.get(event, 0.0), 0.0)
         mean = total / per_call
-        noise.append(math.log1p(mean + (math.sqrt(total) + 1) / per_call) - math.log1p(mean))
+        noise.append(math.log1p(mean + (math.sqrt(mean * read) + 1) / read) - math.log1p(mean))
     return noise
 
 
