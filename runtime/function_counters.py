@@ -128,7 +128,7 @@ class FunctionProfiler:
         self.recent = recent
         self.hook = hook
         self.sampling = sampling or call_sampling.SamplingSettings()
-        statuses = perf_counters.probe()
+        statuses = perf_counters.probe([e for e in perf_counters.EVENTS if e.startswith("hw.")] + list(PER_CALL_SOFTWARE))
         self.perf_events = [s.name for s in statuses if s.available]
         self.refused = {s.name: s.reason for s in statuses if not s.available}
         self._chosen: dict[int, int | None] = {}  # id(code) -> the function's index when chosen, None when not
@@ -237,6 +237,8 @@ class FunctionProfiler:
         """A measured call of a chosen function starts (or a generator of it resumes)."""
         reader, stack, suspended = self._thread()
         carried = suspended.pop(frame_id, None) if resumed else None
+        if carried is not None:
+            self.sampler.resumed(index)
         stack.append((index, frame_id, reader.read(), carried))
 
     def is_suspended(self, frame_id: int) -> bool:
@@ -261,6 +263,7 @@ class FunctionProfiler:
         if suspended_only:
             suspended[frame_id] = delta
             return
+        self.sampler.finished(index)
         self._account(index, delta)
 
     def forget(self, frame_id: int) -> None:
@@ -325,8 +328,7 @@ class FunctionProfiler:
         else:
             self.api = "probes"
             sampler = self.sampler
-            hooks = function_wrapping.ProbeHooks(self.measured, sampler.calls, sampler.due, self.start_call,
-                                                 self.stop_call)
+            hooks = function_wrapping.ProbeHooks(self.measured, self.start_call, self.stop_call, sampler)
             self._finder = function_wrapping.install(self.file_part, function_wrapping.Choice(self.matches, sampler.add),
                                                      hooks, function_wrapping.file_may_match(self.patterns))
 

@@ -5,9 +5,11 @@ several times slower, and even ``sys.monitoring`` costs a Python callback per ca
 of the program's modules (its own files and installed packages; not the standard library) is parsed as
 it is imported, and every ``def`` whose ``FILE:QUALNAME`` matches a pattern is *probed*: its body starts
 by counting the call (a C-level counter) and deciding whether this call is measured
-(:mod:`.call_sampling`), and runs in a ``try`` whose ``finally`` ends a measured call. A call that is not
-measured costs the count and one comparison (some 20-40 ns); no frame is added, so tracebacks and
-frame-reading code see the function as it was. A generator function gets a measuring decorator instead
+(:mod:`.call_sampling`); a measured call runs the body in a ``try`` whose ``finally`` ends the
+measurement, any other runs a copy of the body as it was. A call that is not measured costs the count and
+one comparison (some 25-35 ns); no frame is added, so tracebacks and frame-reading code see the function
+as it was (its ``global`` and ``nonlocal`` statements move to its top, which changes nothing they mean).
+A generator function gets a measuring decorator instead
 (``@__mantis_function_counters__.measured(NAME, INDEX)``), which leaves its suspensions out of its call.
 Only modules whose file a pattern may name are parsed (the others load from their bytecode cache). The
 script itself is transformed the same way before it runs. Line numbers are unchanged.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import fnmatch
 import importlib.abc
 import importlib.machinery
@@ -27,14 +30,11 @@ import os
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from . import call_sampling
 
 HOOK_NAME = "__mantis_function_counters__"
 """The builtin name the added decorators reach the profiler through."""
-CALLS_NAME = "__mantis_fc_calls__"
-"""The builtin list of each chosen function's call counter (a C-level ``itertools.count`` ``__next__``)."""
-DUE_NAME = "__mantis_fc_due__"
-"""The builtin list of each chosen function's next call to measure."""
 START_NAME = "__mantis_fc_start__"
 """The builtin ``start(index, number) -> token`` a probe calls when its call is measured."""
 STOP_NAME = "__mantis_fc_stop__"
@@ -42,35 +42,60 @@ STOP_NAME = "__mantis_fc_stop__"
 _NUMBER, _TOKEN = "_mantis_call_number_", "_mantis_measured_call_"
 
 
-@dataclass(frozen=True)
 class Choice:
     """What the rewriting asks the profiler: whether ``FILE:QUALNAME`` is chosen, and its index."""
 
-    matches: Callable[[str], bool]
-    index: Callable[[str], int]
+    __slots__ = ("matches", "index")
+
+    def __init__(self, matches: Callable[[str], bool], index: Callable[[str], int]) -> None:
+        self.matches, self.index = matches, index
 
 
 def _load(name: str) -> ast.Name:
     return ast.Name(id=name, ctx=ast.Load())
 
 
-def _probe_statements(index: int) -> tuple[list[ast.stmt], list[ast.stmt]]:
-    """The statements a probed function starts with, and its ``finally`` body:
+def _probed_body(index: int, body: list[ast.stmt]) -> ast.If:
+    """``body`` behind its probe: ``if (NUMBER := CALLS_i()) >= DUE_i:`` the measured body (``TOKEN =
+    START(i, NUMBER)``, then ``body`` in a ``try`` whose ``finally`` calls ``STOP(TOKEN)``), ``else:`` a copy
+    of ``body`` as it was (a call that is not measured pays the count and the comparison only)."""
+    count = ast.NamedExpr(target=ast.Name(id=_NUMBER, ctx=ast.Store()),
+                          value=ast.Call(func=_load(call_sampling.CALLS_KEY.format(index)), args=[], keywords=[]))
+    due = ast.Compare(left=count, ops=[ast.GtE()], comparators=[_load(call_sampling.DUE_KEY.format(index))])
+    start = ast.Assign(targets=[ast.Name(id=_TOKEN, ctx=ast.Store())],
+                       value=ast.Call(func=_load(START_NAME), args=[ast.Constant(value=index), _load(_NUMBER)],
+                                      keywords=[]))
+    stop = ast.Expr(value=ast.Call(func=_load(STOP_NAME), args=[_load(_TOKEN)], keywords=[]))
+    measured = [start, ast.Try(body=body, handlers=[], orelse=[], finalbody=[stop])]
+    return ast.If(test=due, body=measured, orelse=copy.deepcopy(body))
 
-    ``NUMBER = CALLS[index](); TOKEN = START(index, NUMBER) if NUMBER >= DUE[index] else None`` and
-    ``if TOKEN is not None: STOP(TOKEN)``."""
-    position = ast.Constant(value=index)
-    count = ast.Assign(targets=[ast.Name(id=_NUMBER, ctx=ast.Store())],
-                       value=ast.Call(func=ast.Subscript(value=_load(CALLS_NAME), slice=position, ctx=ast.Load()),
-                                      args=[], keywords=[]))
-    due = ast.Compare(left=_load(_NUMBER), ops=[ast.GtE()],
-                      comparators=[ast.Subscript(value=_load(DUE_NAME), slice=ast.Constant(value=index), ctx=ast.Load())])
-    start = ast.Call(func=_load(START_NAME), args=[ast.Constant(value=index), _load(_NUMBER)], keywords=[])
-    token = ast.Assign(targets=[ast.Name(id=_TOKEN, ctx=ast.Store())],
-                       value=ast.IfExp(test=due, body=start, orelse=ast.Constant(value=None)))
-    stop = ast.If(test=ast.Compare(left=_load(_TOKEN), ops=[ast.IsNot()], comparators=[ast.Constant(value=None)]),
-                  body=[ast.Expr(value=ast.Call(func=_load(STOP_NAME), args=[_load(_TOKEN)], keywords=[]))], orelse=[])
-    return [count, token], [stop]
+
+class _HoistDeclarations(ast.NodeTransformer):
+    """Takes a function's own ``global`` and ``nonlocal`` statements out of its body (a ``pass`` in their
+    place), so that the body can be copied: a declaration must come before the names' uses, and applies
+    to the whole function wherever it stands."""
+
+    def __init__(self) -> None:
+        self.globals: list[str] = []
+        self.nonlocals: list[str] = []
+
+    def visit_Global(self, node: ast.Global) -> ast.AST:
+        self.globals += [n for n in node.names if n not in self.globals]
+        return ast.copy_location(ast.Pass(), node)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
+        self.nonlocals += [n for n in node.names if n not in self.nonlocals]
+        return ast.copy_location(ast.Pass(), node)
+
+    def _own_scope_ends(self, node: ast.AST) -> ast.AST:
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _own_scope_ends
+
+    def declarations(self) -> list[ast.stmt]:
+        """The hoisted declarations, one statement of each kind."""
+        return [*([ast.Global(names=self.globals)] if self.globals else []),
+                *([ast.Nonlocal(names=self.nonlocals)] if self.nonlocals else [])]
 
 
 def _is_generator(node: ast.FunctionDef) -> bool:
@@ -114,13 +139,14 @@ class _Probe(ast.NodeTransformer):
             decorator = ast.Call(func=hook, args=[ast.Constant(value=name), ast.Constant(value=index)], keywords=[])
             node.decorator_list.append(ast.copy_location(decorator, node))
         else:
-            first, final = _probe_statements(index)
             keep = 1 if ast.get_docstring(node, clean=False) is not None else 0
-            body = node.body[keep:] or [ast.Pass()]
-            wrapped = ast.Try(body=body, handlers=[], orelse=[], finalbody=final)
-            for statement in [*first, wrapped]:
+            hoist = _HoistDeclarations()
+            body = [hoist.visit(statement) for statement in node.body[keep:]] or [ast.Pass()]
+            probed = _probed_body(index, body)
+            declarations = hoist.declarations()
+            for statement in [*declarations, probed]:
                 ast.copy_location(statement, body[0])
-            node.body = [*node.body[:keep], *first, wrapped]
+            node.body = [*node.body[:keep], *declarations, probed]
         ast.fix_missing_locations(node)
         self.probed += 1
         return node
@@ -167,21 +193,22 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-@dataclass(frozen=True)
 class ProbeHooks:
-    """What probed code reaches through builtins (see the ``*_NAME`` constants)."""
+    """What probed code reaches through builtins: the decorator factory for generator functions, the start
+    and stop of a measured call, and the sampler whose per-function counters and due numbers it reads."""
 
-    measured: Callable[[str, int], Callable]  # the decorator factory for generator functions
-    calls: list
-    due: list[int]
-    start: Callable[[int, int], object]
-    stop: Callable[[object], None]
+    __slots__ = ("measured", "start", "stop", "sampler")
+
+    def __init__(self, measured: Callable[[str, int], Callable], start: Callable[[int, int], object],
+                 stop: Callable[[object], None], sampler: call_sampling.CallSampler) -> None:
+        self.measured, self.start, self.stop, self.sampler = measured, start, stop, sampler
 
     def publish(self) -> None:
         """Make the hooks reachable from probed code."""
-        for name, value in ((HOOK_NAME, types.SimpleNamespace(measured=self.measured)), (CALLS_NAME, self.calls),
-                            (DUE_NAME, self.due), (START_NAME, self.start), (STOP_NAME, self.stop)):
+        for name, value in ((HOOK_NAME, types.SimpleNamespace(measured=self.measured)), (START_NAME, self.start),
+                            (STOP_NAME, self.stop)):
             setattr(builtins, name, value)
+        self.sampler.publish(builtins.__dict__)
 
 
 def install(naming: Callable[[str], str], choice: Choice, hooks: ProbeHooks,
