@@ -2,28 +2,30 @@
 
 Reading the counters at a call's entry and exit costs a few microseconds (a system call per counter); a
 function called a million times would make the run several times slower. So every call is *counted*
-(exactly, by a C-level ``itertools.count``), and only some are *measured*: all of a function's first
-``every_call_first`` calls, and after that about one call in ``stride``, where the stride keeps the cost
-of measuring that function under ``budget`` of the process's CPU time (the stride follows the function's
-call rate: measuring cost / (budget x CPU seconds per call); a generator's measuring cost counts each
-of its resumes). Strides are jittered (x0.5-1.5, seeded)
-so that a program whose calls alternate in a pattern is not sampled in step with it. A function called
-rarely is measured at every call; ``budget`` 0 measures every call.
+exactly, and only some are *measured*: all of a function's first ``every_call_first`` calls, and after
+that about one call in ``stride``, where the stride keeps the cost of measuring that function under
+``budget`` of the process's CPU time (the stride follows the function's call rate: measuring cost /
+(budget x CPU seconds per call); a generator's measuring cost counts each of its resumes). Strides are
+jittered (x0.5-1.5, seeded) so that a program whose calls alternate in a pattern is not sampled in step
+with it. A function called rarely is measured at every call; ``budget`` 0 measures every call.
 
 Totals over all calls are then estimated as the measured calls' mean times the exact number of calls
 (what AutoPerf's averaged per-call profiles need); the profile says how many calls were measured.
 
-The hot path is what the probes do inline: ``if (n := calls_i()) >= due_i: measure``, where ``calls_i``
-and ``due_i`` are names published (in builtins) per function, so a probe reads each with one specialised
-global load. Standard library only.
+The hot path is what a probe does inline: ``if next(gate_i):`` measure, where ``gate_i`` is an iterator
+of Falses ending in Trues (:class:`CallSampler`), published per function under its own name (in
+builtins), so a call that is not measured costs one specialised global load and one C-level ``next``
+(about 10 ns). Standard library only.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import random
 import time
+from collections.abc import Iterator
 
 ENV_BUDGET = "MANTIS_FUNCTION_COUNTERS_BUDGET"
 ENV_EVERY_CALL_FIRST = "MANTIS_FUNCTION_COUNTERS_EVERY_CALL_FIRST"
@@ -32,10 +34,10 @@ DEFAULT_BUDGET = 0.005
 DEFAULT_EVERY_CALL_FIRST = 100
 """A function's first calls are all measured."""
 MAX_STRIDE = 10_000_000
-CALLS_KEY = "__mantis_fc_calls_{}__"
-"""The name a probe calls function ``i``'s counter by (published with :meth:`CallSampler.publish`)."""
-DUE_KEY = "__mantis_fc_due_{}__"
-"""The name a probe reads function ``i``'s due call number by."""
+GATE_KEY = "__mantis_fc_gate_{}__"
+"""The name a probe finds function ``i``'s gate by (published with :meth:`CallSampler.publish`)."""
+NEXT_KEY = "__mantis_fc_next__"
+"""The name a probe calls ``next`` by (a module may have a global of its own called ``next``)."""
 
 
 class SamplingSettings:
@@ -67,65 +69,77 @@ class SamplingSettings:
 
 
 class CallSampler:
-    """Per chosen function: its exact call count and the number of the next call to measure.
+    """Per chosen function: a *gate* that says which calls are measured, and the exact number of calls.
 
-    ``calls[i]`` is function ``i``'s counter (call it at each call: it returns the call's number, from 1);
-    ``due[i]`` the number from which a call is measured. :meth:`measuring` is told of each measured call
-    as it starts, and moves ``due[i]`` on.
+    ``gates[i]`` is function ``i``'s gate, an iterator: ``next(gates[i])`` at each call is False for the
+    calls that are not measured and True for the one that is (a chain of ``stride - 1`` Falses, then
+    Trues), all in C. A call that finds True calls :meth:`measuring`, which numbers it and sets the next
+    gate; the calls between are counted from how far the gate was used (``operator.length_hint`` of its
+    False part).
     """
 
     def __init__(self, settings: SamplingSettings, measuring_cost_s: float, seed: int = 22) -> None:
         self.settings = settings
         self.measuring_cost_s = measuring_cost_s
-        self.calls: list = []  # bound __next__ of each function's itertools.count
-        self.due: list[int] = []
-        self._counts: list[itertools.count] = []
+        self.gates: list[Iterator[bool]] = []
+        self._falses: list[itertools.repeat] = []  # each gate's False part, to see how far it was used
+        self._lengths: list[int] = []  # how many Falses each gate started with
+        self._numbered: list[int] = []  # calls up to and including the last measured one
         self._last: list[tuple[int, float]] = []  # (call number, process CPU seconds) at the last measured call
         self._stretches: list[int] = []  # stretches the last measured call took (a generator's: 1 + resumes)
         self._resumes: list[int] = []
         self._random = random.Random(seed)
         self.index: dict[str, int] = {}
         self._published: dict | None = None
-        self._due_keys: list[str] = []
+        self._gate_keys: list[str] = []
 
     def publish(self, namespace: dict) -> None:
-        """Keep each function's counter and due number under its names (``CALLS_KEY``, ``DUE_KEY``) in
-        ``namespace``, now and as they change."""
+        """Keep each function's gate under its name (``GATE_KEY``) in ``namespace``, now and as it changes."""
         self._published = namespace
-        for index in range(len(self.due)):
-            namespace[CALLS_KEY.format(index)] = self.calls[index]
-            namespace[self._due_keys[index]] = self.due[index]
+        for index, gate in enumerate(self.gates):
+            namespace[self._gate_keys[index]] = gate
 
     def add(self, name: str) -> int:
         """The index of function ``name`` (the same index each time a name is added)."""
         found = self.index.get(name)
         if found is not None:
             return found
-        counter = itertools.count(1)
-        self._counts.append(counter)
-        self.calls.append(counter.__next__)
-        self.due.append(1)
+        found = self.index[name] = len(self.gates)
+        self._gate_keys.append(GATE_KEY.format(found))
+        self.gates.append(_ALWAYS)  # (every call measured until the first one sets a gate)
+        self._falses.append(_NONE)
+        self._lengths.append(0)
+        self._numbered.append(0)
         self._last.append((0, time.process_time()))
         self._stretches.append(1)
         self._resumes.append(0)
-        found = self.index[name] = len(self.due) - 1
-        self._due_keys.append(DUE_KEY.format(found))
         if self._published is not None:
-            self._published[CALLS_KEY.format(found)] = counter.__next__
-            self._published[self._due_keys[found]] = 1
+            self._published[self._gate_keys[found]] = _ALWAYS
         return found
 
-    def _set_due(self, index: int, number: int) -> None:
-        self.due[index] = number
+    def _arm(self, index: int, stride: int) -> None:
+        """Let the next ``stride - 1`` calls pass and measure the one after."""
+        gate: Iterator[bool]
+        if stride <= 1:
+            if self.gates[index] is _ALWAYS:
+                return
+            falses, gate = _NONE, _ALWAYS
+        else:
+            falses = itertools.repeat(False, stride - 1)
+            gate = itertools.chain(falses, itertools.repeat(True))
+        self._falses[index], self._lengths[index], self.gates[index] = falses, max(stride - 1, 0), gate
         if self._published is not None:
-            self._published[self._due_keys[index]] = number
+            self._published[self._gate_keys[index]] = gate
 
-    def measuring(self, index: int, number: int) -> None:
-        """Call ``number`` of function ``index`` is measured: choose the next call to measure."""
+    def measuring(self, index: int) -> int:
+        """A call of function ``index`` found its gate open and is measured: its number (from 1); the next
+        gate is set."""
+        number = self._numbered[index] + self._lengths[index] - operator.length_hint(self._falses[index]) + 1
+        self._numbered[index] = number
         settings = self.settings
         if settings.every_call or number < settings.every_call_first:
-            self._set_due(index, number + 1)
-            return
+            self._arm(index, 1)
+            return number
         now = time.process_time()
         last_number, last_time = self._last[index]
         self._last[index] = (number, now)
@@ -133,7 +147,8 @@ class CallSampler:
         cost = self.measuring_cost_s * self._stretches[index]
         stride = cost / (settings.budget * per_call) if per_call > 0 else MAX_STRIDE
         stride = min(max(stride, 1.0), MAX_STRIDE) * self._random.uniform(0.5, 1.5)
-        self._set_due(index, number + max(1, int(stride)))
+        self._arm(index, max(1, int(stride)))
+        return number
 
     def resumed(self, index: int) -> None:
         """A measured generator call of function ``index`` resumed: one more stretch to read counters at."""
@@ -146,4 +161,10 @@ class CallSampler:
 
     def count(self, index: int) -> int:
         """How many times function ``index`` was called so far."""
-        return int(repr(self._counts[index])[6:-1]) - 1  # "count(N)": N is the next number it returns
+        return self._numbered[index] + self._lengths[index] - operator.length_hint(self._falses[index])
+
+
+_ALWAYS = itertools.repeat(True)
+"""The gate of a function whose every call is measured (shared: it never runs out)."""
+_NONE = itertools.repeat(False, 0)
+"""The False part of that gate: empty."""

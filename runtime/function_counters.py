@@ -212,9 +212,9 @@ class FunctionProfiler:
         self.sampler.measuring_cost_s = 2 * per_read + MEASURING_BOOKKEEPING_S
         self.clock_bias_ns = max(0.0, sorted(empty)[len(empty) // 4])
 
-    def start_call(self, index: int, number: int):
-        """Call ``number`` of function ``index`` starts and is measured: the token :meth:`stop_call` takes."""
-        self.sampler.measuring(index, number)
+    def start_call(self, index: int):
+        """A call of function ``index`` that its gate chose starts: the token :meth:`stop_call` takes."""
+        self.sampler.measuring(index)
         reader = self._thread()[0]
         return index, reader, reader.read()
 
@@ -226,11 +226,9 @@ class FunctionProfiler:
 
     def due(self, index: int) -> bool:
         """Count a call of function ``index``; whether it is measured."""
-        sampler = self.sampler
-        number = sampler.calls[index]()
-        if number < sampler.due[index]:
+        if not next(self.sampler.gates[index]):
             return False
-        sampler.measuring(index, number)
+        self.sampler.measuring(index)
         return True
 
     def enter(self, index: int, frame_id: int, resumed: bool = False) -> None:

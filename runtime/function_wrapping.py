@@ -4,10 +4,9 @@
 several times slower, and even ``sys.monitoring`` costs a Python callback per call. Instead, the source
 of the program's modules (its own files and installed packages; not the standard library) is parsed as
 it is imported, and every ``def`` whose ``FILE:QUALNAME`` matches a pattern is *probed*: its body starts
-by counting the call (a C-level counter) and deciding whether this call is measured
-(:mod:`.call_sampling`); a measured call runs the body in a ``try`` whose ``finally`` ends the
-measurement, any other runs a copy of the body as it was. A call that is not measured costs the count and
-one comparison (some 25-35 ns); no frame is added, so tracebacks and frame-reading code see the function
+by asking its gate (a C-level iterator, :mod:`.call_sampling`) whether this call is measured, which also
+counts it; a measured call runs the body in a ``try`` whose ``finally`` ends the measurement, any other
+runs a copy of the body as it was. A call that is not measured costs about 10 ns; no frame is added, so tracebacks and frame-reading code see the function
 as it was (its ``global`` and ``nonlocal`` statements move to its top, which changes nothing they mean).
 A generator function gets a measuring decorator instead
 (``@__mantis_function_counters__.measured(NAME, INDEX)``), which leaves its suspensions out of its call.
@@ -24,7 +23,6 @@ import ast
 import builtins
 import copy
 import fnmatch
-import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -36,10 +34,10 @@ from . import call_sampling
 HOOK_NAME = "__mantis_function_counters__"
 """The builtin name the added decorators reach the profiler through."""
 START_NAME = "__mantis_fc_start__"
-"""The builtin ``start(index, number) -> token`` a probe calls when its call is measured."""
+"""The builtin ``start(index) -> token`` a probe calls when its call is measured."""
 STOP_NAME = "__mantis_fc_stop__"
 """The builtin ``stop(token)`` a measured call's ``finally`` calls."""
-_NUMBER, _TOKEN = "_mantis_call_number_", "_mantis_measured_call_"
+_TOKEN = "_mantis_measured_call_"
 
 
 class Choice:
@@ -56,18 +54,16 @@ def _load(name: str) -> ast.Name:
 
 
 def _probed_body(index: int, body: list[ast.stmt]) -> ast.If:
-    """``body`` behind its probe: ``if (NUMBER := CALLS_i()) >= DUE_i:`` the measured body (``TOKEN =
-    START(i, NUMBER)``, then ``body`` in a ``try`` whose ``finally`` calls ``STOP(TOKEN)``), ``else:`` a copy
-    of ``body`` as it was (a call that is not measured pays the count and the comparison only)."""
-    count = ast.NamedExpr(target=ast.Name(id=_NUMBER, ctx=ast.Store()),
-                          value=ast.Call(func=_load(call_sampling.CALLS_KEY.format(index)), args=[], keywords=[]))
-    due = ast.Compare(left=count, ops=[ast.GtE()], comparators=[_load(call_sampling.DUE_KEY.format(index))])
+    """``body`` behind its probe: ``if NEXT(GATE_i):`` the measured body (``TOKEN = START(i)``, then
+    ``body`` in a ``try`` whose ``finally`` calls ``STOP(TOKEN)``), ``else:`` a copy of ``body`` as it was
+    (a call that is not measured pays one global load and one C-level ``next``)."""
+    gate = ast.Call(func=_load(call_sampling.NEXT_KEY), args=[_load(call_sampling.GATE_KEY.format(index))],
+                    keywords=[])
     start = ast.Assign(targets=[ast.Name(id=_TOKEN, ctx=ast.Store())],
-                       value=ast.Call(func=_load(START_NAME), args=[ast.Constant(value=index), _load(_NUMBER)],
-                                      keywords=[]))
+                       value=ast.Call(func=_load(START_NAME), args=[ast.Constant(value=index)], keywords=[]))
     stop = ast.Expr(value=ast.Call(func=_load(STOP_NAME), args=[_load(_TOKEN)], keywords=[]))
     measured = [start, ast.Try(body=body, handlers=[], orelse=[], finalbody=[stop])]
-    return ast.If(test=due, body=measured, orelse=copy.deepcopy(body))
+    return ast.If(test=gate, body=measured, orelse=copy.deepcopy(body))
 
 
 class _HoistDeclarations(ast.NodeTransformer):
@@ -176,7 +172,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
         return probed_code(self.get_data(path), path, type(self).naming(path), type(self).choice)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Finds modules as the path finder does and loads the chosen ones' sources through :class:`_Loader`."""
 
     def __init__(self, loader: type[_Loader], skip: tuple[str, ...], file_may_match: Callable[[str], bool]) -> None:
@@ -199,14 +195,14 @@ class ProbeHooks:
 
     __slots__ = ("measured", "start", "stop", "sampler")
 
-    def __init__(self, measured: Callable[[str, int], Callable], start: Callable[[int, int], object],
+    def __init__(self, measured: Callable[[str, int], Callable], start: Callable[[int], object],
                  stop: Callable[[object], None], sampler: call_sampling.CallSampler) -> None:
         self.measured, self.start, self.stop, self.sampler = measured, start, stop, sampler
 
     def publish(self) -> None:
         """Make the hooks reachable from probed code."""
         for name, value in ((HOOK_NAME, types.SimpleNamespace(measured=self.measured)), (START_NAME, self.start),
-                            (STOP_NAME, self.stop)):
+                            (STOP_NAME, self.stop), (call_sampling.NEXT_KEY, next)):
             setattr(builtins, name, value)
         self.sampler.publish(builtins.__dict__)
 

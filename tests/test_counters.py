@@ -436,7 +436,8 @@ def test_a_hot_function_is_counted_at_every_call_and_measured_at_some(tmp_path, 
 
 def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypatch):
     """Every call while a function is young or the budget is 0; then strides that make measuring cost
-    about the budget's share of the CPU time between measured calls; the count is exact."""
+    about the budget's share of the CPU time between measured calls; calls are numbered and counted
+    exactly from the gates."""
     from mantispy.runtime import call_sampling
 
     clock = [0.0]
@@ -446,19 +447,21 @@ def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypat
     index = sampler.add("prog.py:f")
     assert sampler.add("prog.py:f") == index  # one index per name
     measured = []
-    for _ in range(200_000):
+    for call in range(1, 200_001):
         clock[0] += 1e-6  # one microsecond of the program per call
-        number = sampler.calls[index]()
-        if number >= sampler.due[index]:
-            measured.append(number)
-            sampler.measuring(index, number)
+        if next(sampler.gates[index]):
+            assert sampler.measuring(index) == call
+            measured.append(call)
+        if call in (5, 777, 123_457):
+            assert sampler.count(index) == call
     assert measured[:10] == list(range(1, 11)) and sampler.count(index) == 200_000
     strides = [b - a for a, b in zip(measured[10:], measured[11:])]
     # 5 us per measurement at 1 % of 1 us per call: one call in ~500 (jittered x0.5-1.5)
     assert 250 <= min(strides[2:]) and max(strides) <= 750 and 300 < statistics.median(strides[2:]) < 700, strides
     every = call_sampling.CallSampler(call_sampling.SamplingSettings(budget=0, every_call_first=0), 5e-6)
     index = every.add("prog.py:g")
-    assert all(every.calls[index]() >= every.due[index] and every.measuring(index, n) is None for n in range(1, 1001))
+    assert all(next(every.gates[index]) and every.measuring(index) == n for n in range(1, 1001))
+    assert every.count(index) == 1000
 
 
 def test_bad_sampling_settings_are_refused_in_one_line(tmp_path):
