@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from mantispy.errors import UserError
-from mantispy.runtime import function_counters, perf_counters
+from mantispy.runtime import call_sampling, function_counters, perf_counters
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -25,8 +25,12 @@ from mantispy.runtime import function_counters, perf_counters
                    "relative to the script's folder), e.g. 'pkg/lexer.py:*' or '*:Parser.parse'. Repeatable.")
 @click.option("-o", "--out", "out", type=click.Path(path_type=Path), default=None,
               help="With a program: also write the function profile (JSON) here; an existing file is not replaced.")
+@click.option("--budget", type=click.FloatRange(min=0.0, max=1.0), default=None, metavar="SHARE",
+              help="With a program: the share of the CPU time measuring one function may cost (default 0.005); "
+                   "every call is counted, the first 100 measured, then as many as fit; 0 measures every call.")
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
-def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, program: tuple[str, ...]) -> None:
+def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, budget: float | None,
+             program: tuple[str, ...]) -> None:
     """Which performance counters this machine offers (perf_event_open), and why the others are missing.
 
     Hardware events (instructions, cycles, cache and branch misses) need a PMU the kernel exposes;
@@ -36,13 +40,15 @@ def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, program
     target any of them (--metric).
 
     With a program (mantispy counters --function PATTERN -- SCRIPT ARGS), runs it once and shows, per
-    chosen function, its calls and the mean per call (over its last 10 calls) of every counter that
-    opens, of the thread's CPU time and of its page faults and context switches, callees included."""
+    chosen function, its calls, how many were measured (all of a function's first 100, then as many as
+    keep measuring it under --budget of the CPU time), and the mean per call (over its last 10 measured
+    calls) of every counter that opens, of the thread's CPU time and of its page faults and context
+    switches, callees included."""
     if program:
-        _profile_functions(list(program), list(patterns), out, as_json)
+        _profile_functions(list(program), list(patterns), out, as_json, budget)
         return
-    if patterns or out is not None:
-        raise UserError("--function and -o need a program: mantispy counters --function PATTERN -- SCRIPT ARGS")
+    if patterns or out is not None or budget is not None:
+        raise UserError("--function, --budget and -o need a program: mantispy counters --function PATTERN -- SCRIPT ARGS")
     statuses = perf_counters.probe()
     if as_json:
         click.echo(json.dumps({"paranoid": perf_counters.paranoid_level(),
@@ -59,7 +65,8 @@ def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, program
                "(wait4's resource usage)")
 
 
-def _profile_functions(program: list[str], patterns: list[str], out: Path | None, as_json: bool) -> None:
+def _profile_functions(program: list[str], patterns: list[str], out: Path | None, as_json: bool,
+                       budget: float | None) -> None:
     from mantispy.counters.function_profile import FunctionProfileError, load, table_rows
 
     if not patterns:
@@ -72,6 +79,8 @@ def _profile_functions(program: list[str], patterns: list[str], out: Path | None
     with tempfile.TemporaryDirectory(prefix="mantis-function-counters-") as tmp:
         target = Path(tmp) / "profile.json"
         env = {**os.environ, function_counters.ENV_PATTERNS: ",".join(patterns), function_counters.ENV_OUT: str(target)}
+        if budget is not None:
+            env[call_sampling.ENV_BUDGET] = repr(budget)
         returncode = subprocess.run([sys.executable, "-m", "mantispy.runtime.function_counters", *program],
                                     env=env).returncode
         if not target.exists():
@@ -94,8 +103,8 @@ def _profile_functions(program: list[str], patterns: list[str], out: Path | None
             click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths)))
         if not rows:
             click.echo(f"no function matched {', '.join(patterns)} (FILE is relative to the script's folder)")
-        click.echo(f"({profile.api}, Python {profile.python}; per call: the mean over each function's last calls, "
-                   "callees included)")
+        click.echo(f"({profile.api}, Python {profile.python}; per call: the mean over each function's last measured "
+                   "calls, callees included)")
     if returncode != 0:
         raise SystemExit(1)
 

@@ -2,8 +2,9 @@
 
 Reading the counters at a call's entry and exit costs a few microseconds (a system call per counter); a
 function called a million times would make the run several times slower. So every call is *counted*
-exactly, and only some are *measured*: all of a function's first ``every_call_first`` calls, and after
-that about one call in ``stride``, where the stride keeps the cost of measuring that function under
+exactly, and only some are *measured*: every call until a function's measured calls have read its
+counters over ``every_call_first`` stretches (a call is one stretch, a generator's call one more per
+resume), and after that about one call in ``stride``, where the stride keeps the cost of measuring that function under
 ``budget`` of the process's CPU time (the stride follows the function's call rate: measuring cost /
 (budget x CPU seconds per call); a generator's measuring cost counts each of its resumes). Strides are
 jittered (x0.5-1.5, seeded) so that a program whose calls alternate in a pattern is not sampled in step
@@ -88,6 +89,7 @@ class CallSampler:
         self._last: list[tuple[int, float]] = []  # (call number, process CPU seconds) at the last measured call
         self._stretches: list[int] = []  # stretches the last measured call took (a generator's: 1 + resumes)
         self._resumes: list[int] = []
+        self._spent: list[int] = []  # stretches measured so far (every call is measured while under every_call_first)
         self._random = random.Random(seed)
         self.index: dict[str, int] = {}
         self._published: dict | None = None
@@ -113,6 +115,7 @@ class CallSampler:
         self._last.append((0, time.process_time()))
         self._stretches.append(1)
         self._resumes.append(0)
+        self._spent.append(0)
         if self._published is not None:
             self._published[self._gate_keys[found]] = _ALWAYS
         return found
@@ -137,7 +140,7 @@ class CallSampler:
         number = self._numbered[index] + self._lengths[index] - operator.length_hint(self._falses[index]) + 1
         self._numbered[index] = number
         settings = self.settings
-        if settings.every_call or number < settings.every_call_first:
+        if settings.every_call or self._spent[index] < settings.every_call_first:
             self._arm(index, 1)
             return number
         now = time.process_time()
@@ -157,6 +160,7 @@ class CallSampler:
     def finished(self, index: int) -> None:
         """A measured call of function ``index`` ended: its stretches set what measuring the next costs."""
         self._stretches[index] = 1 + self._resumes[index]
+        self._spent[index] += self._stretches[index]
         self._resumes[index] = 0
 
     def count(self, index: int) -> int:

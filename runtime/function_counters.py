@@ -222,6 +222,7 @@ class FunctionProfiler:
         """A measured call (:meth:`start_call`'s token) returns or raises."""
         index, reader, before = token
         after = reader.read_at_exit()
+        self.sampler.finished(index)
         self._account(index, [a - b for a, b in zip(after, before)])
 
     def due(self, index: int) -> bool:

@@ -436,8 +436,8 @@ def test_a_hot_function_is_counted_at_every_call_and_measured_at_some(tmp_path, 
 
 def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypatch):
     """Every call while a function is young or the budget is 0; then strides that make measuring cost
-    about the budget's share of the CPU time between measured calls; calls are numbered and counted
-    exactly from the gates."""
+    about the budget's share of the CPU time between measured calls (a generator's resumes counted in
+    that cost); calls are numbered and counted exactly from the gates."""
     from mantispy.runtime import call_sampling
 
     clock = [0.0]
@@ -451,6 +451,7 @@ def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypat
         clock[0] += 1e-6  # one microsecond of the program per call
         if next(sampler.gates[index]):
             assert sampler.measuring(index) == call
+            sampler.finished(index)
             measured.append(call)
         if call in (5, 777, 123_457):
             assert sampler.count(index) == call
@@ -458,9 +459,22 @@ def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypat
     strides = [b - a for a, b in zip(measured[10:], measured[11:])]
     # 5 us per measurement at 1 % of 1 us per call: one call in ~500 (jittered x0.5-1.5)
     assert 250 <= min(strides[2:]) and max(strides) <= 750 and 300 < statistics.median(strides[2:]) < 700, strides
+    generator = sampler.add("prog.py:tokens")  # each measured call resumes 9 times: 10 stretches to read
+    measured = []
+    for call in range(1, 400_001):
+        clock[0] += 1e-6
+        if next(sampler.gates[generator]):
+            sampler.measuring(generator)
+            for _ in range(9):
+                sampler.resumed(generator)
+            sampler.finished(generator)
+            measured.append(call)
+    strides = [b - a for a, b in zip(measured[1:], measured[2:])]
+    assert measured[:2] == [1, 2] and 2500 <= min(strides[1:]) and 3000 < statistics.median(strides[1:]) < 7000, strides
     every = call_sampling.CallSampler(call_sampling.SamplingSettings(budget=0, every_call_first=0), 5e-6)
     index = every.add("prog.py:g")
-    assert all(next(every.gates[index]) and every.measuring(index) == n for n in range(1, 1001))
+    assert all(next(every.gates[index]) and every.measuring(index) == n and every.finished(index) is None
+               for n in range(1, 1001))
     assert every.count(index) == 1000
 
 
@@ -496,6 +510,13 @@ def test_counters_cli_profiles_functions_and_refuses_bad_requests(tmp_path):
     failed = subprocess.run([*MANTISPY, "counters", "--function", "fails.py:f", "--json", "--", "fails.py"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert failed.returncode == 1 and json.loads(failed.stdout)["functions"]["fails.py:f"]["calls"] == 1
+    every = subprocess.run([*MANTISPY, "counters", "--function", "prog.py:spin", "--budget", "0", "--json", "--",
+                            "prog.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    spin = json.loads(every.stdout[every.stdout.index("{"):])["functions"]["prog.py:spin"]  # (after the program's "30")
+    assert every.returncode == 0 and spin["calls"] == spin["measured_calls"] == 36, every.stderr
+    alone = subprocess.run([*MANTISPY, "counters", "--budget", "0"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60)
+    assert alone.returncode == 2 and "--budget" in alone.stderr and len(alone.stderr.strip().splitlines()) == 1
 
 
 @pytest.fixture(scope="module")
