@@ -228,6 +228,24 @@ def test_program_counts_decide_when_the_counters_see_only_noise_and_yield_to_a_f
     assert diagnose(changes, _runs(slow=0.5), Settings(), counts).verdict == "improvement"
 
 
+def test_a_regressed_caller_yields_to_the_changed_callee_its_extra_work_is_counted_in():
+    """The caller's inclusive counters regressed, the changed callee's did not cross their gate (its calls
+    are sampled), and the exact counts put the extra work down to the callee: the callee is the root cause."""
+    runs = [VersionRun(r.version, r.input_id, r.repeat, r.status, r.cpu_s,
+                       {**r.functions, "m.py:outer": _counts("m.py:outer", r.functions["m.py:outer"].calls,
+                                                             r.functions["m.py:outer"].totals["thread.cpu_ns"]
+                                                             * (1.6 if r.version == CANDIDATE else 1.0))},
+                       r.events) for r in _runs(seed=1)]
+    more = {**UNCHANGED_COUNTS, "m.py:classify": {"call": 150}}
+    changes = ChangeSet(changed=["m.py:inner"], callers=["m.py:outer"], files_changed=["m.py"],
+                        calls_from={"m.py:inner": ["classify"]})
+    alone = diagnose(changes, runs, Settings())
+    assert (alone.verdict, alone.function, alone.counter) == ("regression", "m.py:outer", "thread.cpu_ns")
+    counted = diagnose(changes, runs, Settings(), _count_runs(UNCHANGED_COUNTS, more, inputs=8))
+    assert (counted.verdict, counted.function, counted.counter) == ("regression", "m.py:inner", "calls")
+    assert counted.findings[0].function == "m.py:outer" and counted.findings[0].regressed
+
+
 def test_a_slower_whole_process_is_a_regression_when_no_function_crosses_its_gate():
     runs = [VersionRun(r.version, r.input_id, r.repeat, r.status, r.cpu_s * (1.3 if r.version == CANDIDATE else 1.0),
                        r.functions, r.events) for r in _runs(seed=2)]

@@ -22,7 +22,9 @@
    grew);
 5. the root cause is the regressed function whose own code changed (before those that only call one: a
    caller's inclusive counts carry its callee's regression) with the highest score, its counter's median
-   departure times its share of flagged runs;
+   departure times its share of flagged runs. When only callers regressed (the changed function's own
+   counters, read at a sample of its calls, stayed within their noise) and the program counts put more
+   work down to a changed function, that function is the root cause, named with its count;
 6. flagged samples are clustered (k-means over their departure profiles) to show the separate anomalies;
 7. beside the counters, mantispy's own program counts (:mod:`.count_changes`): when no touched function's
    counters regressed or improved, a program count that grew (more loop iterations, calls or handlers
@@ -298,7 +300,11 @@ def diagnose(changes: ChangeSet, runs: list[VersionRun], settings: Settings,
         regressed = [f for f in findings if f.regressed]
         improved = sorted((f for f in findings if f.improved), key=lambda f: (not f.code_changed, -f.score))
         more_work = [c for c in moved_counts if c.regressed]
-        if regressed:
+        carried = next((c for c in more_work if c.cause in changed_code), None)
+        if regressed and not regressed[0].code_changed and carried is not None:
+            verdict = "regression"  # a caller's inclusive counters carry the extra work counted in a changed callee
+            named = (carried.cause, COUNT_KINDS[carried.kind], carried.effect, carried.moved / carried.inputs)
+        elif regressed:
             verdict, top = "regression", regressed[0]
         elif improved:
             verdict, top = "improvement", improved[0]
