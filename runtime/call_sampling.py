@@ -92,6 +92,7 @@ class CallSampler:
         self._spent: list[int] = []  # stretches measured so far (every call is measured while under every_call_first)
         self._random = random.Random(seed)
         self.index: dict[str, int] = {}
+        self.names: list[str] = []  # by index
         self._published: dict | None = None
         self._gate_keys: list[str] = []
 
@@ -107,6 +108,7 @@ class CallSampler:
         if found is not None:
             return found
         found = self.index[name] = len(self.gates)
+        self.names.append(name)
         self._gate_keys.append(GATE_KEY.format(found))
         self.gates.append(_ALWAYS)  # (every call measured until the first one sets a gate)
         self._falses.append(_NONE)

@@ -168,13 +168,7 @@ class FunctionProfiler:
 
     def function_name(self, index: int) -> str:
         """The ``FILE:QUALNAME`` of function ``index``."""
-        return self._names_by_index()[index]
-
-    def _names_by_index(self) -> list[str]:
-        names = [""] * len(self.sampler.index)
-        for name, index in self.sampler.index.items():
-            names[index] = name
-        return names
+        return self.sampler.names[index]
 
     def file_part(self, path: str) -> str:
         """How names call a file: relative to the root (POSIX) for the program's own, else absolute."""
@@ -392,7 +386,7 @@ class FunctionProfiler:
         measured calls."""
         names = self.names or list(THREAD_EVENTS)
         functions = {}
-        by_index = self._names_by_index()
+        by_index = list(self.sampler.names)
         with self._lock:
             for index, entry in sorted(self.stats.items(), key=lambda item: by_index[item[0]]):
                 recent = list(entry["recent"])
