@@ -6,10 +6,11 @@ of the program's modules (its own files and installed packages; not the standard
 it is imported, and every ``def`` whose ``FILE:QUALNAME`` matches a pattern is *probed*: its body starts
 by asking its gate (a C-level iterator, :mod:`.call_sampling`) whether this call is measured, which also
 counts it; a measured call runs the body in a ``try`` whose ``finally`` ends the measurement, any other
-runs a copy of the body as it was. A call that is not measured costs about 10 ns; no frame is added, so tracebacks and frame-reading code see the function
-as it was (its ``global`` and ``nonlocal`` statements move to its top, which changes nothing they mean).
-A generator function gets a measuring decorator instead
-(``@__mantis_function_counters__.measured(NAME, INDEX)``), which leaves its suspensions out of its call.
+runs a copy of the body as it was. A call that is not measured costs about 10 ns; no frame is added, so
+tracebacks and frame-reading code see the function as it was (its ``global`` and ``nonlocal`` statements
+move to its top, which changes nothing they mean). A generator function gets a measuring decorator
+instead (``@__mantis_function_counters__.measured(NAME, INDEX)``), which leaves its suspensions out of
+its call.
 Only modules whose file a pattern may name are parsed (the others load from their bytecode cache). The
 script itself is transformed the same way before it runs. Line numbers are unchanged.
 
@@ -107,9 +108,9 @@ def _is_generator(node: ast.FunctionDef) -> bool:
 
 
 class _Probe(ast.NodeTransformer):
-    """Probes every ``def`` whose ``FILE:QUALNAME`` is chosen: a plain function's body is wrapped in the
-    probe statements (a count, a measuring decision, a ``try``/``finally``); a generator function gets the
-    measuring decorator instead (its suspensions are left out of its call)."""
+    """Probes every ``def`` whose ``FILE:QUALNAME`` is chosen: a plain function's body goes behind its gate
+    (:func:`_probed_body`: a measured copy in a ``try``/``finally``, the body as it was otherwise); a
+    generator function gets the measuring decorator instead (its suspensions are left out of its call)."""
 
     def __init__(self, file: str, choice: Choice) -> None:
         self.file, self.choice = file, choice
@@ -162,7 +163,7 @@ def probed_code(source: bytes | str, path: str, file: str, choice: Choice) -> ty
 
 
 class _Loader(importlib.machinery.SourceFileLoader):
-    """A source loader whose code has the chosen functions decorated (the bytecode cache is not used)."""
+    """A source loader whose code has the chosen functions probed (the bytecode cache is not used)."""
 
     naming: Callable[[str], str]
     choice: Choice
