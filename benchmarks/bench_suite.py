@@ -27,6 +27,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "suite"))
 
 from results import machine_fingerprint, write_section  # noqa: E402
+from mantispy.modeling.selection import coverage_range  # noqa: E402
 
 # whoosh, the slowest to analyse, last. networkx (benchmarks/suite/networkx, --programs networkx) is not in the
 # default run: `import networkx` loads its whole 117 kLOC package, whose SDG does not fit this machine.
@@ -176,6 +177,13 @@ def accuracy_row(program: str, record: dict) -> str:
         verdicts.append(f"vs black box {box / best:.1f}x: " + ("NOT met (worse)" if best > box else "met"))
         if floor and box > 2 * floor:
             verdicts.append(f"2x better: {'met' if box >= 2 * best else 'NOT met'}")
+    for name, validation in (("CPU", cpu), ("work", work)):
+        covered, n, level = (validation.get("interval_coverage"), validation.get("interval_n") or validation.get("n"),
+                             validation.get("interval_level"))
+        if covered is not None and n and level:
+            low, high = coverage_range(int(n), level[1] - level[0])
+            verdicts.append(f"{name} coverage 75-85 %: {'met' if 0.75 <= covered <= 0.85 else 'NOT met'}, "
+                            f"{'as' if low <= covered <= high else 'NOT as'} calibrated ({low:.0%}-{high:.0%} of {n})")
     ceiling = record.get("ceiling") or {}
     best_ceiling = min((c.get("median_rel_error") for c in ceiling.values() if isinstance(c, dict)
                         and c.get("median_rel_error") is not None and c is not ceiling.get("max_rss_kb")

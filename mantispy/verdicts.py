@@ -9,6 +9,7 @@ more finely on this machine), and how often the prediction intervals held the ac
 from __future__ import annotations
 
 from mantispy.build_record import BuildRecord
+from mantispy.modeling.selection import coverage_range
 
 NOISE_FACTOR = 1.5
 """An error within this factor of the noise floor is "at the noise floor"."""
@@ -52,9 +53,23 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     coverage = validation.get("interval_coverage")
     level = validation.get("interval_level")
     if coverage is not None and level:
-        said.append(f"{metric}: the p{level[0] * 100:.0f}-p{level[1] * 100:.0f} interval held the actual value on "
-                    f"{coverage:.0%} of held-out inputs (nominal {level[1] - level[0]:.0%})")
+        said.append(coverage_verdict(metric, coverage, level, validation.get("interval_n") or validation.get("n")))
     return said
+
+
+def coverage_verdict(metric: str, coverage: float, level: list[float], n: int | None) -> str:
+    """How often the interval held the actual value, and whether that share is what a calibrated interval
+    gives on so few inputs (the binomial's 95 % range, :func:`mantispy.modeling.selection.coverage_range`)."""
+    nominal = level[1] - level[0]
+    name = f"p{level[0] * 100:.0f}-p{level[1] * 100:.0f}"
+    if not n:
+        return f"{metric}: the {name} interval held the actual value on {coverage:.0%} of held-out inputs (nominal {nominal:.0%})"
+    low, high = coverage_range(int(n), nominal)
+    judged = ("as a calibrated interval would" if low <= coverage <= high else
+              "fewer than a calibrated interval would: it is too narrow" if coverage < low else
+              "more than a calibrated interval would: it is too wide")
+    return (f"{metric}: the {name} interval held the actual value on {coverage:.0%} of {n} held-out inputs (nominal "
+            f"{nominal:.0%}; a calibrated one holds {low:.0%}-{high:.0%} of {n} inputs 19 times in 20), {judged}")
 
 
 def build_verdicts(record: BuildRecord) -> list[str]:

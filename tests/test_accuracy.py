@@ -276,6 +276,23 @@ def test_verdicts_say_constant_black_box_and_noise_floor_in_words():
     assert "80% of held-out inputs" in said
 
 
+def test_interval_coverage_is_judged_against_what_a_calibrated_interval_holds_on_so_few_inputs():
+    from mantispy.modeling.selection import coverage_range
+
+    low, high = coverage_range(20, 0.8)
+    assert (low, high) == (pytest.approx(0.6), pytest.approx(0.95))  # binomial 2.5 % and 97.5 % quantiles
+    assert coverage_range(1000, 0.8)[1] - coverage_range(1000, 0.8)[0] < 0.06
+    model = {"method": "lasso", "scaling": {"app.py:f:loop:1": {}}}
+    record = record_with(model, 0.05, 0.2, 0.04, coverage=0.65)
+    record.metrics["cpu_s"].validation["interval_n"] = 20
+    said = " ".join(metric_verdicts(record, "cpu_s"))
+    assert "65% of 20 held-out inputs" in said and "60%-95%" in said and "as a calibrated interval would" in said
+    record.metrics["cpu_s"].validation["interval_coverage"] = 0.5
+    assert "too narrow" in " ".join(metric_verdicts(record, "cpu_s"))
+    record.metrics["cpu_s"].validation.update(interval_coverage=1.0, interval_n=100)
+    assert "too wide" in " ".join(metric_verdicts(record, "cpu_s"))
+
+
 def test_max_cost_governs_the_unmeasured_rejection():
     assert estimate_limit(0.05) == pytest.approx(ESTIMATE_FACTOR * 0.05)
     assert estimate_limit(0.01) < estimate_limit(0.05)
