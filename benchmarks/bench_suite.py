@@ -27,6 +27,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "suite"))
 
 from results import machine_fingerprint, write_section  # noqa: E402
+
 from mantispy.modeling.selection import coverage_range  # noqa: E402
 
 # whoosh, the slowest to analyse, last. networkx (benchmarks/suite/networkx, --programs networkx) is not in the
