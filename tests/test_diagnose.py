@@ -246,6 +246,47 @@ def test_a_regressed_caller_yields_to_the_changed_callee_its_extra_work_is_count
     assert counted.findings[0].function == "m.py:outer" and counted.findings[0].regressed
 
 
+def _scaled(runs: list[VersionRun], factors: dict[str, float], noise: float = 0.01, seed: int = 0) -> list[VersionRun]:
+    """The runs with each named function's candidate CPU time multiplied by its factor, every run's CPU time
+    redrawn with ``noise`` (relative) around its value."""
+    rng = random.Random(seed)
+    scaled = []
+    for r in runs:
+        functions = {}
+        for name, counts in r.functions.items():
+            cpu = counts.totals["thread.cpu_ns"] * (factors.get(name, 1.0) if r.version == CANDIDATE else 1.0)
+            functions[name] = _counts(name, counts.calls, cpu * rng.gauss(1, noise))
+        scaled.append(VersionRun(r.version, r.input_id, r.repeat, r.status, r.cpu_s, functions, r.events))
+    return scaled
+
+
+def test_a_small_shift_on_every_input_is_a_regression_though_the_autoencoder_flags_few_runs():
+    """12 % more CPU time per call of the changed function on every input (runs ~4 % noisy, as a sampled
+    function's are): within the spread the autoencoder learns, so it flags few runs, but the paired test
+    over inputs and repeats is sure of it (p within the Bonferroni level over the function's features)."""
+    for seed in range(3):
+        runs = _scaled(_runs(seed=seed), {"m.py:inner": 1.12}, noise=0.03, seed=seed)
+        diagnosis = diagnose(CHANGED_INNER, runs, Settings())
+        inner = next(f for f in diagnosis.findings if f.function == "m.py:inner")
+        assert inner.flagged < inner.samples / 2
+        assert (diagnosis.verdict, diagnosis.function, diagnosis.counter) == ("regression", "m.py:inner", "thread.cpu_ns")
+        assert diagnosis.effect > 1.05 and diagnosis.confidence > 1 - 0.05 / 3
+    for seed in range(3):  # the same runs without the shift: no regression
+        assert diagnose(CHANGED_INNER, _scaled(_runs(seed=seed), {}, seed=seed), Settings()).verdict == "no regression"
+
+
+def test_a_regressed_caller_yields_to_the_changed_callee_whose_same_counter_grew_significantly():
+    """The caller's inclusive CPU time grew 8 %, the changed callee's 3.5 % (significant, below the least
+    effect): the callee, whose code changed, is named."""
+    runs = _scaled(_runs(seed=4), {"m.py:inner": 1.035, "m.py:outer": 1.08})
+    diagnosis = diagnose(CHANGED_INNER, runs, Settings())
+    assert diagnosis.findings[0].function == "m.py:outer" and diagnosis.findings[0].regressed
+    assert (diagnosis.verdict, diagnosis.function, diagnosis.counter) == ("regression", "m.py:inner", "thread.cpu_ns")
+    assert diagnosis.effect == pytest.approx(1.035, rel=0.02)
+    unmoved = diagnose(CHANGED_INNER, _scaled(_runs(seed=4), {"m.py:outer": 1.08}), Settings())
+    assert (unmoved.verdict, unmoved.function) == ("regression", "m.py:outer")
+
+
 def test_a_slower_whole_process_is_a_regression_when_no_function_crosses_its_gate():
     runs = [VersionRun(r.version, r.input_id, r.repeat, r.status, r.cpu_s * (1.3 if r.version == CANDIDATE else 1.0),
                        r.functions, r.events) for r in _runs(seed=2)]
