@@ -189,7 +189,8 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
 
 def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, float] = DEFAULT_LEVELS) -> dict[str, Any] | None:
     """Factors (low, high) such that [estimate x low, estimate x high] covers the actual value with the
-    levels' probability, from out-of-fold predictions; None with fewer than 4 usable predictions."""
+    levels' probability, from out-of-fold predictions (kept, sorted, as ``log_ratios``: the spread the
+    interval stands on); None with fewer than 4 usable predictions."""
     predictions = np.asarray(predictions, dtype=float)
     actual = np.asarray(actual, dtype=float)
     usable = (predictions > 0) & np.isfinite(predictions) & (actual > 0)
@@ -202,7 +203,8 @@ def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, f
     hi_rank = min(int(math.ceil(hi_level * (n + 1))), n)
     return {"level": [lo_level, hi_level], "low": float(math.exp(ratios[lo_rank - 1])),
             "high": float(math.exp(ratios[hi_rank - 1])), "n": n,
-            "method": "split-conformal quantiles of log(actual / predicted) over out-of-fold predictions"}
+            "method": "split-conformal quantiles of log(actual / predicted) over out-of-fold predictions",
+            "log_ratios": [round(float(r), 6) for r in ratios]}
 
 
 def coverage(points: Sequence[tuple[float, float, float]]) -> float | None:
