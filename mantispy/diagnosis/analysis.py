@@ -22,8 +22,9 @@
    grew). With fewer runs flagged, growth of CPU time or a hardware event (not shrinking, not the rare
    software events) counts at the Bonferroni level over every feature of every function judged: the
    autoencoder's threshold follows the spread it learns across inputs, and a shift of a sampled
-   function's per-call CPU time smaller than that but present on every input is what the paired test sees (measured: 9 % more CPU per call of Markdown's ``__applyPattern``, 1 of 12 runs
-   flagged, p = 0.0025); a rename touching 40 callers must not turn one p of 0.01 among 160 into a verdict;
+   function's per-call CPU time smaller than that but present on every input is what the paired test
+   sees (measured: 9 % more CPU per call of Markdown's ``__applyPattern``, 1 of 12 runs flagged,
+   p = 0.0025); a rename touching 40 callers must not turn one p of 0.01 among 160 into a verdict;
 5. the root cause is the regressed function whose own code changed (before those that only call one: a
    caller's inclusive counts carry its callee's regression) with the highest score, its counter's median
    departure times its share of flagged runs. When only callers regressed (the changed function's own
