@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                          **{name: method(oof) for name, method in ALTERNATIVES.items()}}
                 for name, (low, high) in bands.items():
                     coverage[name][metric].append(float(np.mean((held >= low) & (held <= high))))
-                print(f"{build.name} {metric} split {seed}: shipped {coverage['split-conformal (shipped)'][metric][-1]:.0%}",
+                print(f"{build} {metric} split {seed}: shipped {coverage['split-conformal (shipped)'][metric][-1]:.0%}",
                       flush=True)
     n = int(np.median(held_counts))
     low, high = coverage_range(n, LEVELS[1] - LEVELS[0])
