@@ -204,6 +204,8 @@ def _file_problem(spec: Any) -> str | None:
                 and isinstance(entry[5], list) and all(isinstance(o, list) and len(o) == 2 and _is_int(o[0])
                                                        and isinstance(o[1], str) for o in entry[5])):
             return "field entries: expected [[indexes], line, col, end_line, end_col, [[line, name], ...]] items"
+    if hidden > sum(len(entry[0]) for entry in _items(spec, "entries")):  # each is counted at an entry of its own
+        return "field hidden: more hidden counters than the entries count into"
     for derived in _items(spec, "derived"):
         if not (isinstance(derived, list) and len(derived) == 3 and _is_int(derived[0]) and 0 <= derived[0] < len(counters)
                 and _is_int(derived[1]) and len(counters) <= derived[1] < size and _ints(derived[2])

@@ -404,6 +404,22 @@ def test_a_campaign_profiled_with_the_bytecode_backend_stores_the_source_backend
     assert refused.returncode == 2 and "backend must be" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
+def test_a_plan_with_more_hidden_counters_than_its_entries_count_into_is_refused(tmp_path):
+    """A huge ``hidden`` made the run-time allocate that many counters (the property test below drew one
+    and the suite's process grew to 24 GB until the kernel killed it)."""
+    from mantispy.runtime import monitor
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "prog.py").write_text(textwrap.dedent(CONSTRUCTS))
+    plan = build_plan(src)
+    monitor.Plan(plan)  # the real plan is read
+    spec = next(iter(plan["files"].values()))
+    spec["hidden"] = 10**12
+    with pytest.raises(ValueError, match="field hidden: more hidden counters than the entries count into"):
+        monitor.Plan(plan)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_the_plan_reader_refuses_in_one_line_or_the_plan_prepares_code(tmp_path, data, monkeypatch):
