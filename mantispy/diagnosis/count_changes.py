@@ -12,6 +12,11 @@ its median ratio is at least 1 + ``min_effect``; improved, symmetrically.
 
 Each moved count is put down to a changed function: itself when its code changed; else the changed (or
 added, or renamed) function whose code names it; else the only changed function; else itself.
+
+Regressions come first, and among them the counts nearest the changed code: the cause's own counts (its
+loops, its handlers), then the calls of functions the cause's code names (more calls made by the changed
+code), then the rest (a callee's loops run more because it is called more: a consequence, not the
+mechanism); within a tier, the larger share of the program's total first.
 """
 
 from __future__ import annotations
@@ -53,6 +58,15 @@ def _cause_finder(changes: ChangeSet):
     return cause
 
 
+def _nearness(change: CountChange, changes: ChangeSet) -> int:
+    """0: a count of the cause itself; 1: calls of a function the cause's code names; 2: anything else."""
+    if manifest_name(change.cause) == change.function:
+        return 0
+    if change.kind == "call" and _bare(change.function) in changes.calls_from.get(change.cause, ()):
+        return 1
+    return 2
+
+
 def count_changes(changes: ChangeSet, runs: list[CountRun], settings: Settings) -> list[CountChange]:
     """Every function count that regressed or improved (see the module docstring), regressions first."""
     ok = [r for r in runs if r.status == "ok"]
@@ -81,8 +95,8 @@ def count_changes(changes: ChangeSet, runs: list[CountRun], settings: Settings) 
                 found.append(CountChange(name, baseline_name, kind, before, after, effect, moved, judged, share,
                                          cause(name), regressed=effect >= 1 + settings.min_effect,
                                          improved=effect <= 1 / (1 + settings.min_effect)))
-    return sorted(found, key=lambda c: (not c.regressed, manifest_name(c.cause) != c.function, -abs(c.program_share),
-                                        c.function, c.kind))
+    return sorted(found, key=lambda c: (not c.regressed, _nearness(c, changes), -abs(c.program_share), c.function,
+                                        c.kind))
 
 
 def _judged(name: str, baseline_name: str, kind: str, inputs: list[str], old: dict[str, CountRun],
