@@ -27,10 +27,11 @@ from mantispy.dataflow.types import (
     MachinePoint,
     ProfileError,
     TaskRun,
+    WorkerPoint,
     profile_from_json,
     read_profile,
 )
-from mantispy.dataflow.whatif import Configuration, WhatIfError, holds_gil, predict
+from mantispy.dataflow.whatif import Configuration, WhatIfError, holds_gil, predict, worker_overhead
 from tests.helpers import MANTISPY, read_mutated
 
 NUMPY_KERNEL = [FunctionRef("numpy._core.fromnumeric", "sum", "fromnumeric.py", 1)]
@@ -118,6 +119,40 @@ def test_the_machines_other_load_is_taken_out():
     assert dask_seconds(loaded, 1, 1) == pytest.approx(4.0, rel=0.02)  # the same load assumed in the replay
     assert dask_seconds(profile_of(tasks, functions={"work": NUMPY_KERNEL}), 1, 1) == pytest.approx(4.0, rel=0.02)
     assert dask_seconds(loaded, 2, 1) > 2.0 * 1.2  # with that load, two workers are not twice as fast
+
+
+def test_the_machines_other_load_grows_with_the_tasks_running_at_once():
+    # recorded one task at a time beside 1 core of other load (the scheduler's work follows the task rate): two
+    # workers run two tasks at once beside 2 cores of it, four cores of demand on two cores
+    tasks = independent(4, 1.0)
+    busy = [MachinePoint(0.0, 100.0), MachinePoint(4.0, 100.0 + 4 * 1.0 + 4 * 1.0)]
+    loaded = replace(profile_of(tasks, functions={"work": NUMPY_KERNEL}), machine=busy)
+    assert dask_seconds(loaded, 1, 1) == pytest.approx(4.0, rel=0.02)
+    assert dask_seconds(loaded, 2, 1) == pytest.approx(4.0, rel=0.05)
+
+
+def _point(worker: str, t: float, cpu: float) -> WorkerPoint:
+    return WorkerPoint(worker, t, cpu, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0)
+
+
+def test_a_workers_own_python_beside_its_tasks_is_read_from_its_cpu_series():
+    tasks = [task(f"t{i}", 0.5 * i, 0.5 * i + 0.4, op="parse") for i in range(8)]  # 0.4 s of CPU every 0.5 s
+    series = [_point("w1", t, 100.0) for t in (0.0, 1.0, 2.0, 3.0, 4.0)]  # the process busy all along
+    profile = replace(profile_of(tasks, functions={"parse": PYTHON_CODE}), series=series)
+    assert worker_overhead(profile) == pytest.approx(3.9 - 8 * 0.4, abs=0.01)  # tasks span 0 to 3.9 s
+    assert worker_overhead(profile_of(tasks)) == 0.0  # no series: nothing known
+
+
+def test_each_new_worker_pays_the_first_computations_intake():
+    # submitted at 0, the first task started at 0.5 while both cores were busy: the two workers deserialised
+    # the graph and imported its libraries (0.5 CPU s each); four workers on two cores take twice as long
+    tasks = [task(f"t{i}", 0.5 + (i // 2), 1.5 + (i // 2), worker=f"w{i % 2}") for i in range(8)]
+    busy = [MachinePoint(0.0, 100.0), MachinePoint(0.5, 101.0), MachinePoint(4.5, 109.0)]
+    profile = replace(profile_of(tasks, workers=2, functions={"work": NUMPY_KERNEL}), machine=busy)
+    recorded = dask_seconds(profile, 2, 1)
+    assert recorded == pytest.approx(4.5, rel=0.02)
+    assert dask_seconds(profile, 4, 1) == pytest.approx(recorded + 0.5, rel=0.02)
+    assert dask_seconds(profile, 1, 1) == pytest.approx(8.5, rel=0.02)  # one worker: its intake as recorded
 
 
 def test_the_drivers_own_time_between_computations_is_kept():

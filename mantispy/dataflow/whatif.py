@@ -9,9 +9,20 @@ The replay is an event simulation close to Dask's scheduler, work stealing aside
 first free thread in priority order; a task whose inputs exist goes to the worker where it would start
 soonest counting the transfer of its missing inputs; every worker runs its queue in priority order. CPU
 work (with the (de)serialising of inputs moved between workers, and the worker's own per-task Python)
-shares the machine's cores with the rest of the machine's recorded load (processor sharing), and Python
-that holds the GIL shares one core per worker process; results held past 60 % of a worker's memory
-limit spill to disk and are read back. The driver's own time between computations is kept as recorded.
+shares the machine's cores (processor sharing), and Python that holds the GIL shares one core per worker
+process; results held past 60 % of a worker's memory limit spill to disk and are read back. The driver's
+own time between computations is kept as recorded.
+
+The recording's CPU beside its tasks is split three ways, each following what drives it:
+* the worker processes' own CPU beyond their tasks' (the event loop (de)serialising results and messages,
+  from the workers' CPU series): per-task work that holds the worker's GIL, so a single worker pays it in
+  series with its tasks;
+* the rest of the machine's load while tasks ran (the scheduler's per-task transitions, the job's own
+  process, other programs): a demand that grows with the number of tasks running at once (the scheduler's
+  work follows the task rate), scaled from the recording's mean concurrency;
+* the intake of the first computation: each new worker process deserialises its first tasks and imports
+  their libraries (measured on groupby_join: 0.94 CPU s at 2 workers, 1.97 s at 4), so the recorded
+  intake's CPU per worker is spread over the target's workers and cores.
 Last, every replay is scaled by the factor that makes the replay of the recorded configuration take the
 recording's own Dask time (what the simulation misses of this job's placement and transfers).
 Paper: Tian et al. §2.4 (computing devices rescheduled, memory as a reversed roofline, IO linear in
@@ -116,6 +127,11 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
                if holds_gil([f.label for f in profile.functions.get(op, [])])}
     background = background_demand(profile)
     work = intrinsic_work(profile, gil_ops, background)
+    span = max(t.stop for t in ran) - min(t.start for t in ran)
+    in_workers = min(worker_overhead(profile), background * span)
+    worker_cpu_per_task = in_workers / len(ran)
+    elsewhere = max(0.0, background - in_workers / span) if span > 0 else background
+    concurrency = sum(t.stop - t.start for t in ran) / span if span > 0 else 1.0
     tasks = _build_tasks(profile, ran, work, gil_ops)
     overhead = _dispatch_overhead(ran)
     bandwidth, measured_bw = _bandwidth(profile, ran)
@@ -127,10 +143,16 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
         assumptions.append("no machine CPU series in the profile: the scheduler's and the job's own CPU use is ignored")
     batches = _batches(profile, ran)
     first_submit = batches[0].offset
+    warmup = intake_cpu(profile, batches[0]) / profile.cluster.workers
+    recorded = profile.cluster
 
     def replay(target: Configuration) -> tuple[_Simulation, float]:
-        sim = _Simulation(tasks, target, overhead, bandwidth, disk_bw, baseline, background)
-        return sim, sim.run(batches) - first_submit
+        sim = _Simulation(tasks, target, overhead, bandwidth, disk_bw, baseline,
+                          _Load(elsewhere, max(concurrency, 1e-9), worker_cpu_per_task))
+        first = batches[0]
+        more = warmup * (max(1.0, target.workers / target.cores) - max(1.0, recorded.workers / recorded.cores))
+        intake = _Batch(first.keys, first.offset, first.waits, first.gap, max(0.0, first.latency + more))
+        return sim, sim.run([intake, *batches[1:]]) - first_submit
 
     last_recorded = max(t.stop for t in ran)
     recorded_dask = last_recorded - profile.started - first_submit
@@ -168,6 +190,36 @@ def background_demand(profile: DataflowProfile) -> float:
     tasks_cpu = sum(shares.get(t.operation, 1.0) * t.compute_s for t in ran)
     busy = _busy_at(points, last) - _busy_at(points, first)
     return min(float(profile.cluster.cores), max(0.0, (busy - tasks_cpu) / (last - first)))
+
+
+def worker_overhead(profile: DataflowProfile) -> float:
+    """CPU seconds the worker processes spent beside their tasks while tasks ran: the workers' CPU series
+    (each point's CPU percentage over the interval it ends) less the tasks' own CPU seconds."""
+    ran = [t for t in profile.tasks if t.ran]
+    if not ran or not profile.series:
+        return 0.0
+    first, last = min(t.start for t in ran), max(t.stop for t in ran)
+    by_worker: dict[str, list] = defaultdict(list)
+    for point in profile.series:
+        by_worker[point.worker].append(point)
+    busy = 0.0
+    for points in by_worker.values():
+        points.sort(key=lambda p: p.t)
+        for a, b in zip(points, points[1:]):
+            overlap = min(b.t, last) - max(a.t, first)
+            if overlap > 0:
+                busy += b.cpu / 100 * overlap
+    shares = cpu_shares(profile)
+    return max(0.0, busy - sum(shares.get(t.operation, 1.0) * t.compute_s for t in ran))
+
+
+def intake_cpu(profile: DataflowProfile, batch: _Batch) -> float:
+    """The machine's CPU seconds between a batch's submission and its first task's start."""
+    points = sorted(profile.machine, key=lambda p: p.t)
+    if len(points) < 2 or batch.latency <= 0:
+        return 0.0
+    submitted = profile.started + batch.offset
+    return max(0.0, _busy_at(points, submitted + batch.latency) - _busy_at(points, submitted))
 
 
 def _busy_at(points: list, t: float) -> float:
@@ -286,6 +338,15 @@ def _worker_baseline(profile: DataflowProfile) -> int:
     return int(median(first.values())) if first else 100_000_000
 
 
+@dataclass(frozen=True)
+class _Load:
+    """The CPU load beside the tasks' own work (see the module docstring)."""
+
+    elsewhere: float  # cores busy outside the workers at the recording's mean concurrency
+    concurrency: float  # the recording's mean number of tasks running at once
+    worker_cpu_per_task: float  # seconds of the worker's own GIL-holding Python per task
+
+
 @dataclass
 class _Batch:
     keys: list[str]
@@ -317,9 +378,10 @@ class _Simulation:
     """The event simulation of one configuration."""
 
     def __init__(self, tasks: dict[str, _Task], config: Configuration, overhead: float, bandwidth: float,
-                 disk_bw: float, baseline: int, background: float) -> None:
+                 disk_bw: float, baseline: int, load: _Load) -> None:
         self.tasks = tasks
-        self.background = background
+        self.load = load
+        self.background = load.elsewhere
         self.config = config
         self.overhead = overhead
         self.bandwidth = bandwidth
@@ -458,28 +520,32 @@ class _Simulation:
         self.extra_io[key] = extra
         self.extra_cpu[key] = self.transfer_cpu.pop(key, 0.0) + self.overhead  # the worker's Python, holding the GIL
         self.threads_busy[worker] += 1
-        self.running[key] = (worker, task.cpu + task.io + extra + self.overhead + self.extra_cpu[key])
+        self.running[key] = (worker, task.cpu + task.io + extra + self.overhead + self.extra_cpu[key]
+                             + self.load.worker_cpu_per_task)
         self.started_at[key] = now
 
     def _speeds(self) -> dict[str, float]:
-        fractions = {}
-        for key, (worker, _) in self.running.items():
+        own = self.load.worker_cpu_per_task
+        held: dict[str, float] = {}  # share of the task's time on a core holding its worker's GIL
+        free: dict[str, float] = {}  # share on a core with the GIL released
+        for key in self.running:
             task = self.tasks[key]
             cpu = task.cpu + self.extra_cpu[key]
-            total = cpu + task.io + self.extra_io[key]
-            fractions[key] = cpu / total if total > 0 else 0.0
-        demand = sum(fractions.values())
+            total = cpu + task.io + self.extra_io[key] + own
+            gil_cpu = (cpu if task.gil else 0.0) + own
+            held[key] = gil_cpu / total if total > 0 else 0.0
+            free[key] = (cpu + own - gil_cpu) / total if total > 0 else 0.0
+        demand = sum(held.values()) + sum(free.values())
+        self.background = self.load.elsewhere * len(self.running) / self.load.concurrency
         core = max(1.0, (demand + self.background) / self.config.cores)
         gil: dict[int, float] = defaultdict(float)
         for key, (worker, _) in self.running.items():
-            if self.tasks[key].gil:
-                gil[worker] += fractions[key]
+            gil[worker] += held[key]
         speeds = {}
         for key, (worker, _) in self.running.items():
-            sigma = max(core, gil[worker]) if self.tasks[key].gil else core
-            f = fractions[key]
-            speeds[key] = 1.0 / (f * sigma + (1.0 - f))
-            self.sigma_sum[key] = sigma
+            sigma = max(core, gil[worker])
+            speeds[key] = 1.0 / (held[key] * sigma + free[key] * core + (1.0 - held[key] - free[key]))
+            self.sigma_sum[key] = sigma if self.tasks[key].gil else core
         self._demand = demand
         return speeds
 
