@@ -520,8 +520,7 @@ class _Simulation:
         self.extra_io[key] = extra
         self.extra_cpu[key] = self.transfer_cpu.pop(key, 0.0) + self.overhead  # the worker's Python, holding the GIL
         self.threads_busy[worker] += 1
-        self.running[key] = (worker, task.cpu + task.io + extra + self.overhead + self.extra_cpu[key]
-                             + self.load.worker_cpu_per_task)
+        self.running[key] = (worker, task.cpu + task.io + extra + self.extra_cpu[key] + self.load.worker_cpu_per_task)
         self.started_at[key] = now
 
     def _speeds(self) -> dict[str, float]:
