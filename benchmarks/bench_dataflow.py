@@ -1,6 +1,7 @@
 """Dataflow what-if completion time and recorder overhead on five Dask workloads (issue 23).
 
     python benchmarks/bench_dataflow.py [--repeats 3] [--overhead-repeats 5] [--only NAME,...] [--write]
+    python benchmarks/bench_dataflow.py --overhead-only [--overhead-repeats 12]
 
 Workloads (benchmarks/dataflow/jobs, inputs from benchmarks/dataflow/prepare.py, seeded): a groupby and
 join over generated Parquet (dask.dataframe), array reductions with a rechunk and a matrix product
@@ -13,7 +14,10 @@ from the one recording is compared with the median measured completion time (the
 the noise floor is the median absolute relative deviation of each configuration's repeats. Recorder
 overhead: recorded runs against unrecorded runs at the recording's configuration, interleaved.
 
-With --write the tables replace this benchmark's section of benchmarks/RESULTS.md.
+With --write the tables replace this benchmark's section of benchmarks/RESULTS.md. ``--overhead-only``
+measures the recorder's overhead alone (plain and recorded runs at the recording's configuration,
+``--overhead-repeats`` of each per job, interleaved and shuffled), with a bootstrap 95 % interval of each
+ratio of medians; it prints and keeps the last full run's measurements as they are.
 """
 
 from __future__ import annotations
@@ -79,9 +83,14 @@ def main() -> None:
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--tabulate-only", action="store_true",
                         help="Predict again from the last run's recordings and measurements (benchmarks/work/dataflow).")
+    parser.add_argument("--overhead-only", action="store_true",
+                        help="Measure the recorder's overhead alone (see the module docstring).")
     args = parser.parse_args()
     if args.tabulate_only:
         _tabulate_again(args)
+        return
+    if args.overhead_only:
+        _overhead_only(args)
         return
     data, out = WORK / "data", WORK / "out"
     out.mkdir(parents=True, exist_ok=True)
@@ -115,6 +124,42 @@ def main() -> None:
     if args.write:
         write_section("bench_dataflow", "Dataflow what-if and recorder overhead on five Dask workloads (issue 23)",
                       machine_fingerprint(), lines)
+
+
+def _overhead_only(args) -> None:
+    """Plain against recorded runs at the recording's configuration; ratios of medians with bootstrap intervals."""
+    data, out = WORK / "data", WORK / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    prepare(data)
+    jobs = workloads(data, out)
+    if args.only:
+        jobs = {k: v for k, v in jobs.items() if k in args.only.split(",")}
+    plan = [(name, watch) for name in jobs for watch in (False, True) for _ in range(args.overhead_repeats)]
+    random.Random(args.seed).shuffle(plan)
+    walls: dict[tuple[str, bool], list[float]] = {}
+    started = time.time()
+    for i, (name, watch) in enumerate(plan, 1):
+        wall = run(jobs[name], RECORDED, watch).wall_s
+        walls.setdefault((name, watch), []).append(wall)
+        print(f"[{i}/{len(plan)}] {name} {'recorded' if watch else 'plain'} {wall:.2f} s", flush=True)
+    rng = random.Random(args.seed)
+    lines = [f"Recorder overhead alone: `python benchmarks/bench_dataflow.py --overhead-only --overhead-repeats "
+             f"{args.overhead_repeats} --seed {args.seed}` ({(time.time() - started) / 60:.0f} min), at "
+             f"{RECORDED[0]}x{RECORDED[1]}.", "",
+             "| workload | plain (median) | recorded (median) | overhead | bootstrap 95 % interval | noise floor |",
+             "|---|---|---|---|---|---|"]
+    overheads = []
+    for name in jobs:
+        plain, recorded = walls[(name, False)], walls[(name, True)]
+        ratio = statistics.median(recorded) / statistics.median(plain) - 1
+        overheads.append(ratio)
+        boots = sorted(statistics.median(rng.choices(recorded, k=len(recorded)))
+                       / statistics.median(rng.choices(plain, k=len(plain))) - 1 for _ in range(4000))
+        lines.append(f"| {name} | {statistics.median(plain):.2f} s | {statistics.median(recorded):.2f} s | "
+                     f"{ratio * 100:+.1f} % | {boots[100] * 100:+.1f} % to {boots[3899] * 100:+.1f} % | "
+                     f"{_spread(plain) * 100:.1f} % |")
+    lines += ["", f"Median recorder overhead: {statistics.median(overheads) * 100:+.1f} % (goal <= 2 %)."]
+    print("\n".join(lines))
 
 
 def _tabulate_again(args) -> None:
