@@ -92,12 +92,7 @@ def main() -> None:
     if args.overhead_only:
         _overhead_only(args)
         return
-    data, out = WORK / "data", WORK / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    prepare(data)
-    jobs = workloads(data, out)
-    if args.only:
-        jobs = {k: v for k, v in jobs.items() if k in args.only.split(",")}
+    jobs = _chosen_jobs(args)
     plan: list[tuple[str, tuple[int, int], bool]] = []
     for name in jobs:
         plan += [(name, config, False) for config in CONFIGS for _ in range(args.repeats)]
@@ -126,14 +121,18 @@ def main() -> None:
                       machine_fingerprint(), lines)
 
 
-def _overhead_only(args) -> None:
-    """Plain against recorded runs at the recording's configuration; ratios of medians with bootstrap intervals."""
+def _chosen_jobs(args) -> dict[str, list[str]]:
+    """The workloads ``--only`` names (all by default), their inputs generated once."""
     data, out = WORK / "data", WORK / "out"
     out.mkdir(parents=True, exist_ok=True)
     prepare(data)
     jobs = workloads(data, out)
-    if args.only:
-        jobs = {k: v for k, v in jobs.items() if k in args.only.split(",")}
+    return {k: v for k, v in jobs.items() if k in args.only.split(",")} if args.only else jobs
+
+
+def _overhead_only(args) -> None:
+    """Plain against recorded runs at the recording's configuration; ratios of medians with bootstrap intervals."""
+    jobs = _chosen_jobs(args)
     plan = [(name, watch) for name in jobs for watch in (False, True) for _ in range(args.overhead_repeats)]
     random.Random(args.seed).shuffle(plan)
     walls: dict[tuple[str, bool], list[float]] = {}
