@@ -138,8 +138,11 @@ def _point(worker: str, t: float, cpu: float) -> WorkerPoint:
 def test_a_workers_own_python_beside_its_tasks_is_read_from_its_cpu_series():
     tasks = [task(f"t{i}", 0.5 * i, 0.5 * i + 0.4, op="parse") for i in range(8)]  # 0.4 s of CPU every 0.5 s
     series = [_point("w1", t, 100.0) for t in (0.0, 1.0, 2.0, 3.0, 4.0)]  # the process busy all along
-    profile = replace(profile_of(tasks, functions={"parse": PYTHON_CODE}), series=series)
+    machine = [MachinePoint(0.0, 100.0), MachinePoint(3.9, 103.9)]  # and nothing else on the machine
+    profile = replace(profile_of(tasks, functions={"parse": PYTHON_CODE}), series=series, machine=machine)
     assert worker_overhead(profile) == pytest.approx(3.9 - 8 * 0.4, abs=0.01)  # tasks span 0 to 3.9 s
+    assert any(note.startswith("the workers' own Python beside their tasks (their CPU series): 87.5 ms per task")
+               for note in predict(profile, Configuration(1, 1, None, 2)).assumptions)
     assert worker_overhead(profile_of(tasks)) == 0.0  # no series: nothing known
 
 
@@ -151,7 +154,9 @@ def test_each_new_worker_pays_the_first_computations_intake():
     profile = replace(profile_of(tasks, workers=2, functions={"work": NUMPY_KERNEL}), machine=busy)
     recorded = dask_seconds(profile, 2, 1)
     assert recorded == pytest.approx(4.5, rel=0.02)
-    assert dask_seconds(profile, 4, 1) == pytest.approx(recorded + 0.5, rel=0.02)
+    four = predict(profile, Configuration(4, 1, None, 2))
+    assert four.completion_s == pytest.approx(recorded + 0.5, rel=0.02)
+    assert "the first computation's intake: 0.50 CPU s per new worker, +0.50 s at 4 worker(s) on 2 cores" in four.assumptions
     assert dask_seconds(profile, 1, 1) == pytest.approx(8.5, rel=0.02)  # one worker: its intake as recorded
 
 

@@ -146,13 +146,25 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     warmup = intake_cpu(profile, batches[0]) / profile.cluster.workers
     recorded = profile.cluster
 
+    def more_intake(target: Configuration) -> float:
+        return warmup * (max(1.0, target.workers / target.cores) - max(1.0, recorded.workers / recorded.cores))
+
     def replay(target: Configuration) -> tuple[_Simulation, float]:
         sim = _Simulation(tasks, target, overhead, bandwidth, disk_bw, baseline,
                           _Load(elsewhere, max(concurrency, 1e-9), worker_cpu_per_task))
         first = batches[0]
-        more = warmup * (max(1.0, target.workers / target.cores) - max(1.0, recorded.workers / recorded.cores))
-        intake = _Batch(first.keys, first.offset, first.waits, first.gap, max(0.0, first.latency + more))
+        intake = _Batch(first.keys, first.offset, first.waits, first.gap, max(0.0, first.latency + more_intake(target)))
         return sim, sim.run([intake, *batches[1:]]) - first_submit
+
+    if worker_cpu_per_task > 0:
+        assumptions.append(f"the workers' own Python beside their tasks (their CPU series): {worker_cpu_per_task * 1e3:.1f} ms "
+                           "per task, holding the worker's GIL")
+    if elsewhere > 0:
+        assumptions.append(f"the rest of the machine's load: {elsewhere:.2f} cores at the recording's {concurrency:.1f} "
+                           "tasks running at once, growing with the tasks running")
+    if abs(more_intake(config)) >= 0.01:
+        assumptions.append(f"the first computation's intake: {warmup:.2f} CPU s per new worker, {more_intake(config):+.2f} s "
+                           f"at {config.workers} worker(s) on {config.cores} cores")
 
     last_recorded = max(t.stop for t in ran)
     recorded_dask = last_recorded - profile.started - first_submit
