@@ -393,7 +393,6 @@ class _Simulation:
                  disk_bw: float, baseline: int, load: _Load) -> None:
         self.tasks = tasks
         self.load = load
-        self.background = load.elsewhere
         self.config = config
         self.overhead = overhead
         self.bandwidth = bandwidth
@@ -547,8 +546,8 @@ class _Simulation:
             held[key] = gil_cpu / total if total > 0 else 0.0
             free[key] = (cpu + own - gil_cpu) / total if total > 0 else 0.0
         demand = sum(held.values()) + sum(free.values())
-        self.background = self.load.elsewhere * len(self.running) / self.load.concurrency
-        core = max(1.0, (demand + self.background) / self.config.cores)
+        background = self.load.elsewhere * len(self.running) / self.load.concurrency
+        core = max(1.0, (demand + background) / self.config.cores)
         gil: dict[int, float] = defaultdict(float)
         for key, (worker, _) in self.running.items():
             gil[worker] += held[key]
@@ -557,7 +556,7 @@ class _Simulation:
             sigma = max(core, gil[worker])
             speeds[key] = 1.0 / (held[key] * sigma + free[key] * core + (1.0 - held[key] - free[key]))
             self.sigma_sum[key] = sigma if self.tasks[key].gil else core
-        self._demand = demand
+        self._demand = demand + background
         return speeds
 
     def _advance(self, now: float, nxt: float, speeds: dict[str, float]) -> None:
@@ -566,7 +565,7 @@ class _Simulation:
             return
         if self.running:
             self.active_time += span
-            self.saturation_time += span * min(1.0, (self._demand + self.background) / self.config.cores)
+            self.saturation_time += span * min(1.0, self._demand / self.config.cores)
         for key, (worker, remaining) in list(self.running.items()):
             self.running[key] = (worker, remaining - span * speeds[key])
 
