@@ -85,7 +85,8 @@ def _measure_pair(measure: Measure, original_root: Path, out: Path, invocation: 
 
 def site_counts(manifest: Manifest, features: dict[str, float]) -> dict[str, int]:
     """Dynamic executions of every instrumented site (counter ids and value-site ids)."""
-    counts = {f.id: int(features.get(f.id, 0)) for f in manifest.features if f.kind in COUNTER_KINDS}
+    counts = {f.id: int(features.get(f.id, 0)) for f in manifest.features
+              if f.kind in COUNTER_KINDS and f.id not in manifest.derived}  # a derived count has no probe to remove
     for site in manifest.value_sites:
         counts[site.id] = counts.get(site.region, 0) if site.region else 1
     return counts

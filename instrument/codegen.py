@@ -117,6 +117,38 @@ def before(effects: Sequence[cst.BaseExpression], expr: cst.BaseExpression) -> c
     )
 
 
+def before_test(effects: Sequence[cst.BaseExpression], test: cst.BaseExpression) -> cst.BaseExpression:
+    """A condition that evaluates ``effects`` in order, then ``test``, with ``test``'s truth: everything is
+    joined by ``and`` (a run of effects that are not ticks becomes one ``(e1, e2, 1)[-1]``), so the test
+    stays in the ``if``'s jump context and its truth is taken once, even where nothing normalises it to a
+    bool (an arm counted by no probe leaves ``(test) and TICK``)."""
+    if not effects:
+        return test
+    parts: list[cst.BaseExpression] = []
+    pending: list[cst.BaseExpression] = []
+
+    def flush() -> None:
+        if pending:
+            elements = [cst.Element(value=e) for e in pending] + [cst.Element(value=cst.Integer("1"))]
+            parts.append(cst.Subscript(
+                value=cst.Tuple(elements=elements, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
+                slice=[cst.SubscriptElement(slice=cst.Index(
+                    value=cst.UnaryOperation(operator=cst.Minus(), expression=cst.Integer("1"))))]))
+            pending.clear()
+
+    for effect in effects:
+        if _is_tick(effect):
+            flush()
+            parts.append(effect)
+        else:
+            pending.append(effect)
+    flush()
+    result: cst.BaseExpression = paren(test)
+    for part in reversed(parts):
+        result = and_(part, result)
+    return paren(result)
+
+
 def _is_tick(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == NEXT
 
@@ -136,7 +168,7 @@ def _fold_into_first_expression(
 ) -> cst.BaseStatement | None:
     """Fold effects into the first expression a compound statement evaluates, exactly once, on entry."""
     if isinstance(stmt, cst.If):
-        return stmt.with_changes(test=before(effects, stmt.test))
+        return stmt.with_changes(test=before_test(effects, stmt.test))
     if isinstance(stmt, cst.For):
         return stmt.with_changes(iter=before(effects, stmt.iter))
     if isinstance(stmt, cst.With) and stmt.items:

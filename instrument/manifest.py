@@ -19,6 +19,10 @@ Id grammar (``:`` separated)::
     FILE:SCOPE:value:NAME#V     V-th value assigned to variable NAME of SCOPE (function, class for
                                 ``self.x`` fields, ``<module>`` for globals)
 
+``derived`` lists the counters that have no probe of their own (else arms whose count follows from
+others, see :mod:`mantispy.instrument.derivation`): ``{id: {counted id: coefficient}}``; the run-time
+writes their counts beside the others, so a features file does not tell them apart.
+
 QUALNAME is ``<module>`` at module level, otherwise dotted like ``__qualname__`` without ``<locals>``;
 a second definition with the same name in one file gets ``@2``.
 """
@@ -105,6 +109,7 @@ class Manifest:
     value_sites: list[ValueSite] = field(default_factory=list)
     removed: list[Removal] = field(default_factory=list)
     calibration: dict[str, Any] | None = None
+    derived: dict[str, dict[str, int]] = field(default_factory=dict)  # probe-less counts: {id: {counted id: coefficient}}
     format: str = MANIFEST_FORMAT
     version: int = MANIFEST_VERSION
 
@@ -151,6 +156,12 @@ class Manifest:
         calibration = data.get("calibration")
         if calibration is not None and not isinstance(calibration, dict):
             raise ManifestError("field calibration: expected an object or null")
+        derived = data.get("derived", {})
+        if not isinstance(derived, dict) or not all(
+                isinstance(fid, str) and isinstance(terms, dict) and all(
+                    isinstance(cid, str) and isinstance(c, int) and not isinstance(c, bool) for cid, c in terms.items())
+                for fid, terms in derived.items()):
+            raise ManifestError("field derived: expected an object of {feature id: {feature id: whole number}}")
         return cls(
             mantispy_version=data["mantispy_version"],
             source_root=data["source_root"],
@@ -161,6 +172,7 @@ class Manifest:
             value_sites=_items(data, "value_sites", lambda s: _typed(ValueSite(**{**s, "span": _span(s["span"])}))),
             removed=_items(data, "removed", lambda r: _typed(Removal(**r)), required=False),
             calibration=calibration,
+            derived=derived,
         )
 
     @classmethod

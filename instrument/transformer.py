@@ -21,9 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange, ParentNodeProvider, PositionProvider
 
 from . import codegen
+from .derivation import ArmDerivation, Formula
 from .manifest import FAMILY_OF_KIND, Feature, ValueSite
 
 MODULE_SCOPE = "<module>"
@@ -36,6 +37,7 @@ class Options:
     families: frozenset[str] = frozenset(FAMILY_OF_KIND.values())
     k: int = 5
     disabled: frozenset[str] = frozenset()  # feature ids / value-site ids left uninstrumented
+    derive_arms: bool = True  # else arms whose count follows from other counts get no probe (derivation.py)
 
 
 @dataclass
@@ -63,6 +65,7 @@ class ModuleResult:
     counter_ids: list[str]
     variable_ids: list[str]
     shifted_lines: int
+    derived: dict[str, Formula] = field(default_factory=dict)  # counted by no probe: {id: {counted id: coefficient}}
 
 
 class DeclarationScanner(cst.CSTVisitor):
@@ -143,7 +146,7 @@ def _is_staticmethod(node: cst.FunctionDef) -> bool:
 class Instrumenter(cst.CSTTransformer):
     """The transformation. Use :func:`instrument_source` rather than this class directly."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
     def __init__(self, rel_path: str, module_name: str, source: str, options: Options) -> None:
         super().__init__()
@@ -166,6 +169,11 @@ class Instrumenter(cst.CSTTransformer):
         self.body_effects: dict[int, list[cst.BaseExpression]] = {}
         self.elif_nodes: set[int] = set()
         self.else_role: dict[int, str] = {}
+        self.derived: dict[str, Formula] = {}
+        self.derivation: ArmDerivation | None = None
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.derivation = ArmDerivation(self.metadata[ParentNodeProvider])  # type: ignore[arg-type]
 
     # ----------------------------------------------------------------- allocation helpers
     @property
@@ -187,6 +195,15 @@ class Instrumenter(cst.CSTTransformer):
 
     def _counter(self, kind: str, node: cst.CSTNode, detail: str, qualname: str | None = None) -> int | None:
         """Allocate a counter feature for ``node``; None when its family is off or it was disabled."""
+        feature_id = self._feature(kind, node, detail, qualname)
+        if feature_id is None:
+            return None
+        self.counter_ids.append(feature_id)
+        return len(self.counter_ids) - 1
+
+    def _feature(self, kind: str, node: cst.CSTNode, detail: str, qualname: str | None = None) -> str | None:
+        """Add a counter feature for ``node`` to the manifest (no probe yet); its id, or None when its
+        family is off or it was disabled."""
         if not self._enabled(kind):
             return None
         scope_name = qualname or self.scope.qualname
@@ -214,8 +231,25 @@ class Instrumenter(cst.CSTTransformer):
                 detail=detail,
             )
         )
-        self.counter_ids.append(feature_id)
-        return len(self.counter_ids) - 1
+        return feature_id
+
+    def _implicit_else(self, last_if: cst.If) -> int | None:
+        """The implicit else arm of the chain ending at ``last_if``: a counter, or no probe (None) when its
+        count follows from others (:mod:`derivation`)."""
+        assert self.derivation is not None
+        formula = self.derivation.implicit_else(last_if) if self.options.derive_arms else None
+        if formula is None:
+            index = self._counter("branch", last_if, "implicit-else")
+            self.derivation.note_else(last_if, None, self._formula(index))
+            return index
+        feature_id = self._feature("branch", last_if, "implicit-else")
+        if feature_id is not None:
+            self.derived[feature_id] = formula
+        self.derivation.note_else(last_if, None, formula if feature_id is not None else None)
+        return None
+
+    def _formula(self, index: int | None) -> Formula | None:
+        return None if index is None else {self.counter_ids[index]: 1}
 
     def _variable_scope(self, name: str) -> str | None:
         """The scope a plain name belongs to, or None where nothing is recorded (class bodies)."""
@@ -292,6 +326,10 @@ class Instrumenter(cst.CSTTransformer):
                 effects.append(codegen.record(j, cst.Name(name.value)))
         return effects
 
+    def _note_block(self, owner: cst.CSTNode, index: int | None) -> None:
+        assert self.derivation is not None
+        self.derivation.note_block(owner, self._formula(index))
+
     def _push_region(self, index: int | None) -> None:
         self.regions.append(self.counter_ids[index] if index is not None else self.regions[-1])
 
@@ -336,6 +374,7 @@ class Instrumenter(cst.CSTTransformer):
         if params.star_kwarg is not None:
             recorded.append(params.star_kwarg.name)
         self.regions.append(self.counter_ids[index] if index is not None else None)
+        self._note_block(node, index)
         effects += self._name_records(recorded, node, "param")
         self.body_effects[id(node)] = effects
 
@@ -365,6 +404,7 @@ class Instrumenter(cst.CSTTransformer):
     def visit_For(self, node: cst.For) -> None:
         index = self._counter("loop", node, "async for" if node.asynchronous else "for")
         self._push_region(index)
+        self._note_block(node, index)
         effects: list[cst.BaseExpression] = [codegen.tick(index)] if index is not None else []
         effects += self._name_records(_target_names(node.target), node.target, "for-target")
         self.body_effects[id(node)] = effects
@@ -383,6 +423,7 @@ class Instrumenter(cst.CSTTransformer):
         index = self._counter("loop", node, "while")
         self.counter_of[id(node)] = index  # type: ignore[assignment]
         self._push_region(index)
+        self._note_block(node, index)
         if node.orelse is not None:
             self.else_role[id(node.orelse)] = "loop-else"
 
@@ -410,6 +451,8 @@ class Instrumenter(cst.CSTTransformer):
         detail = "elif" if id(node) in self.elif_nodes else "if"
         index = self._counter("branch", node, detail)
         self.counter_of[id(node)] = index  # type: ignore[assignment]
+        assert self.derivation is not None
+        self.derivation.note_arm(node, self._formula(index))
         if isinstance(node.orelse, cst.If):
             self.elif_nodes.add(id(node.orelse))
         elif isinstance(node.orelse, cst.Else):
@@ -422,14 +465,19 @@ class Instrumenter(cst.CSTTransformer):
         self.regions.pop()
         if node.orelse is None:
             # The implicit empty else arm, numbered after the arm it follows.
-            self.else_counter_of[id(node)] = self._counter("branch", node, "implicit-else")  # type: ignore[assignment]
+            self.else_counter_of[id(node)] = self._implicit_else(node)  # type: ignore[assignment]
 
     def visit_Else(self, node: cst.Else) -> None:
         role = self.else_role.get(id(node), "else")
-        detail = {"loop-else": "loop-else", "try-else": "try-else"}.get(role, "else")
-        index = self._counter("branch", node, detail)
+        index = self._counter("branch", node, role)
         self.counter_of[id(node)] = index  # type: ignore[assignment]
         self._push_region(index)
+        if role == "else":
+            owner = self.get_metadata(ParentNodeProvider, node)
+            assert isinstance(owner, cst.If) and self.derivation is not None
+            self.derivation.note_else(owner, node, self._formula(index))
+        else:
+            self._note_block(node, index)
 
     def leave_Else(self, original_node: cst.Else, updated_node: cst.Else) -> cst.Else:
         self.regions.pop()
@@ -478,6 +526,7 @@ class Instrumenter(cst.CSTTransformer):
         index = self._counter("branch", node, "case")
         self.counter_of[id(node)] = index  # type: ignore[assignment]
         self._push_region(index)
+        self._note_block(node, index)
 
     def leave_MatchCase(self, original_node: cst.MatchCase, updated_node: cst.MatchCase) -> cst.MatchCase:
         self.regions.pop()
@@ -504,6 +553,7 @@ class Instrumenter(cst.CSTTransformer):
         index = self._counter("exception", node, detail)
         self.counter_of[id(node)] = index  # type: ignore[assignment]
         self._push_region(index)
+        self._note_block(node, index)
 
     def _leave_handler(self, original_node: cst.CSTNode, updated_node: cst.ExceptHandler | cst.ExceptStarHandler):
         self.regions.pop()
@@ -613,12 +663,16 @@ def module_name_for(rel_path: str) -> str:
     return ".".join(parts) or "__init__"
 
 
-def _header(rel_path: str, counter_ids: list[str], variable_ids: list[str], k: int) -> list[cst.BaseSmallStatement]:
+def _header(rel_path: str, counter_ids: list[str], variable_ids: list[str], k: int,
+            derived: dict[str, Formula]) -> list[cst.BaseSmallStatement]:
     ids = lambda values: "(" + "".join(repr(v) + ", " for v in values) + ")"  # noqa: E731
+    # Derived counts as (id, ((counter index, coefficient), ...)): evaluated when the counts are written.
+    slot = {cid: n for n, cid in enumerate(counter_ids)}
+    formulas = ids((fid, tuple((slot[cid], c) for cid, c in formula.items())) for fid, formula in derived.items())
     code = (
         f"import mantispy.runtime.counters as _mantis_rt; "
         f"{codegen.COUNTERS}, {codegen.NEXT}, {codegen.GUARDS}, {codegen.RECORD} = _mantis_rt.register("
-        f"{rel_path!r}, {ids(counter_ids)}, {ids(variable_ids)}, {k})\n"
+        f"{rel_path!r}, {ids(counter_ids)}, {ids(variable_ids)}, {k}{', ' + formulas if derived else ''})\n"
     )
     line = cst.parse_statement(code)
     assert isinstance(line, cst.SimpleStatementLine)
@@ -680,8 +734,9 @@ def instrument_source(source: str, rel_path: str, options: Options | None = None
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
     instrumenter = Instrumenter(rel_path, module_name_for(rel_path), source, options)
     new_module = wrapper.visit(instrumenter)
-    if instrumenter.counter_ids or instrumenter.variable_ids:
-        header = _header(rel_path, instrumenter.counter_ids, instrumenter.variable_ids, options.k)
+    if instrumenter.counter_ids or instrumenter.variable_ids or instrumenter.derived:
+        header = _header(rel_path, instrumenter.counter_ids, instrumenter.variable_ids, options.k,
+                         instrumenter.derived)
         new_module, _ = insert_header(new_module, header)
     code = new_module.code
     # Lines are only ever added, never removed, so the difference is exactly the lines that moved.
@@ -693,4 +748,5 @@ def instrument_source(source: str, rel_path: str, options: Options | None = None
         counter_ids=instrumenter.counter_ids,
         variable_ids=instrumenter.variable_ids,
         shifted_lines=shifted,
+        derived=instrumenter.derived,
     )

@@ -137,6 +137,7 @@ def instrument_tree(
                 "k": options.k,
                 "exclude": exclude,
                 "disabled": sorted(options.disabled),
+                "derive_arms": options.derive_arms,
             },
         )
         errors: list[SourceError] = []
@@ -214,6 +215,7 @@ def _instrument_file(
     shutil.copymode(path, target)
     manifest.features.extend(result.features)
     manifest.value_sites.extend(result.value_sites)
+    manifest.derived.update(result.derived)
     record = FileRecord(rel, "instrumented", sha, lines=source.count("\n"), shifted_lines=result.shifted_lines)
     return record, None
 

@@ -29,6 +29,7 @@ A spec is a TOML file; relative paths in it are relative to the file's folder::
                                         #   branches, calls and handlers from its bytecode (no values)
     include = []                        # with "monitor": installed packages counted too, their features
                                         #   named as if copied to the top of source ("sqlparse/sql.py:...")
+    derive_arms = true                  # else arms whose count follows from other counts get no probe
 
     [inputs]
     generator = "inputs.py:generate"    # a function returning/yielding input records, called with
@@ -64,7 +65,7 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 TOP_KEYS = {"name", "source", "entry", "workdir", "repeats", "timeout", "metrics", "calibration_runs", "build",
             "env", "instrument", "inputs", "original_repeats", "order_seed", "rerun_threshold", "rerun_repeats"}
-INSTRUMENT_KEYS = {"k", "only", "exclude", "backend", "include"}
+INSTRUMENT_KEYS = {"k", "only", "exclude", "backend", "include", "derive_arms"}
 BACKENDS = ("source", "monitor")
 INPUTS_KEYS = {"generator", "generator_args", "list"}
 RECORD_KEYS = {"id", "argv", "kwargs", "files"}
@@ -328,6 +329,8 @@ def load_spec(path: Path | str) -> CampaignSpec:
     if instrument.get("backend", "source") not in BACKENDS:
         raise _fail(path, f"[instrument] backend must be \"source\" or \"monitor\", not {instrument['backend']!r}")
     _check_include(path, instrument)
+    if not isinstance(instrument.get("derive_arms", True), bool):
+        raise _fail(path, f"[instrument] derive_arms must be true or false, not {instrument['derive_arms']!r}")
     env = raw.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
                                             for v in env.values()):

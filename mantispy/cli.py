@@ -127,8 +127,12 @@ def cli(debug: bool) -> None:
 @click.option("--budget", type=float, default=None, metavar="FRACTION", help="Max overhead, e.g. 0.05 for 5%; needs --calibrate.")
 @click.option("--calibrate", "calibrate", multiple=True, metavar="ARGS", help='A program invocation to measure, e.g. "app.py data/in.txt" or "-m pkg --n 3". Repeatable.')
 @click.option("--calibrate-repeats", default=5, show_default=True, type=click.IntRange(1, 50), help="Runs per calibration input (best CPU time kept).")
+@click.option("--probe-every-arm", is_flag=True,
+              help="Give every else arm its own probe, even where its count follows from others (slower; counts a "
+                   "test that raises as no arm rather than as the else arm).")
 def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[str, ...], skip_errors: bool,
-               force: bool, budget: float | None, calibrate: tuple[str, ...], calibrate_repeats: int) -> None:
+               force: bool, budget: float | None, calibrate: tuple[str, ...], calibrate_repeats: int,
+               probe_every_arm: bool = False) -> None:
     """Rewrite SRC (a .py file or a source folder) into OUT so that it counts its own features.
 
     OUT mirrors SRC: every .py instrumented, every other file copied, and OUT/.mantis/manifest.json
@@ -138,7 +142,7 @@ def instrument(src: Path, out: Path, only: str | None, k: int, exclude: tuple[st
     from mantispy.instrument.transformer import Options
     from mantispy.instrument.tree import InstrumentError, instrument_tree
 
-    options = Options(families=_families(only), k=k)
+    options = Options(families=_families(only), k=k, derive_arms=not probe_every_arm)
     if calibrate and budget is None:
         raise click.UsageError("--calibrate is only used with --budget")
     try:

@@ -235,8 +235,10 @@ def _instrumented_build(spec: CampaignSpec, log: Callable[[str], None]) -> Manif
             log("the bytecode backend counts no values: the build's manifest leaves them out")
         families = families - {"values"}
         source = program_view(spec)  # the source with the included packages beside it
-    options = Options(families=families, k=int(spec.instrument.get("k", 5)))
-    wanted = {"families": sorted(options.families), "k": options.k, "exclude": exclude, "disabled": []}
+    options = Options(families=families, k=int(spec.instrument.get("k", 5)),
+                      derive_arms=bool(spec.instrument.get("derive_arms", True)))
+    wanted = {"families": sorted(options.families), "k": options.k, "exclude": exclude, "disabled": [],
+              "derive_arms": options.derive_arms}
     if manifest_path(spec.build).exists():
         try:
             existing = Manifest.load(spec.build)

@@ -55,11 +55,12 @@ class Registration:
     """
 
     __slots__ = ("file", "counter_ids", "variable_ids", "k", "counters", "guards", "rec",
-                 "local", "stores", "baseline")
+                 "local", "stores", "baseline", "derived")
 
     def __init__(self, file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, ...],
-                 k: int) -> None:
+                 k: int, derived: tuple = ()) -> None:
         self.file = file
+        self.derived = derived  # ((feature_id, ((counter index, coefficient), ...)), ...): counts with no probe
         self.counter_ids = counter_ids
         self.variable_ids = variable_ids
         self.k = k
@@ -85,6 +86,10 @@ class Registration:
     def counts(self) -> list[int]:
         """Ticks of each counter in this process since the baseline."""
         return [n - b for n, b in zip(self.raw_counts(), self.baseline)]
+
+    def derived_counts(self, counts: list[int]) -> list[tuple[str, int]]:
+        """The counts with no probe, from this registration's ``counts``; never below 0."""
+        return [(fid, max(0, sum(counts[i] * c for i, c in terms))) for fid, terms in self.derived]
 
     def enable_guards(self) -> None:
         """Let every variable record again (the same list object is kept: generated code holds it)."""
@@ -475,7 +480,8 @@ def collect_own() -> tuple[dict[str, int], Values]:
     counts: dict[str, int] = {}
     values: Values = {}
     for reg in list(registrations):
-        for cid, n in zip(reg.counter_ids, reg.counts()):
+        own = reg.counts()
+        for cid, n in [*zip(reg.counter_ids, own), *reg.derived_counts(own)]:
             if n:
                 counts[cid] = counts.get(cid, 0) + n
         for store in list(reg.stores):

@@ -61,9 +61,13 @@ _FLOAT_MAX_INT = _values.FLOAT_MAX_INT
 
 
 def register(file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, ...],
-             k: int) -> tuple[tuple[Any, ...], Callable[..., Any], list[bool],
-                              Callable[[int, Any], Any]]:
+             k: int, derived: tuple = ()) -> tuple[tuple[Any, ...], Callable[..., Any], list[bool],
+                                                 Callable[[int, Any], Any]]:
     """Register an instrumented file; return ``(_mantis_k, _mantis_n, _mantis_vg, _mantis_rec)``.
+
+    ``derived``: counts that have no probe, ``((feature_id, ((counter index, coefficient), ...)), ...)``,
+    each the sum of its counters' counts times their coefficients (an else arm: its statement's entries
+    minus its arms), computed whenever the counts are collected.
 
     ``_mantis_k``: one ``itertools.count(1)`` per counter id; ``_mantis_n``: builtin ``next``;
     ``_mantis_vg``: one guard per variable id; ``_mantis_rec(j, value)``: record ``value`` for the
@@ -77,7 +81,7 @@ def register(file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, .
             _collector.ensure_installed()
             reg = _collector.registry.get(key)
             if reg is None:
-                reg = _collector.Registration(*key)
+                reg = _collector.Registration(*key, derived=tuple(derived))
                 reg.rec = _make_rec(reg)
                 _collector.add(reg)
     assert reg.rec is not None

@@ -12,8 +12,10 @@ give it and, for each counter, what in the bytecode marks one count:
   ``ast`` positions (columns in UTF-8 bytes, as ``co_positions`` gives them). Every instruction of the
   code object that lies inside the span while the instruction before it (in layout) does not is such a
   first instruction; the compiler's copies of a block (``finally`` bodies) each have their own;
-* ``derived``: ``[index, hidden, [arms]]``: a count that has no instruction of its own (an ``if`` with no
-  ``else``: its tests minus its arm) is a hidden counter's minus the arms'.
+* ``derived``: ``[index, [[counter, coefficient], ...]]``: a count that has no instruction of its own (an
+  ``if`` with no ``else``: the entries of what it starts or follows minus its arms, or a hidden
+  counter of its tests minus its arm) is the sum of those counters' counts (public or hidden) times
+  their coefficients.
 
 The counts go through the source runtime's collector (:mod:`mantispy.runtime.collector`), so threads,
 forked and spawned children, SIGTERM and the output file behave exactly as for instrumented code, and
@@ -53,7 +55,7 @@ PLAN_NAME = "plan.json"
 variable of mantispy's own, so the program sees the same environment under both backends."""
 
 PLAN_FORMAT = "mantispy-monitor-plan"
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 TOOL_NAME = "mantispy"
 PREFERRED_TOOL_IDS = (4, 3, 1)  # 0 debugger, 2 profiler, 5 optimizer: left to the tools they are for
 
@@ -64,20 +66,20 @@ class MonitoredRegistration(_collector.Registration):
     ``counters`` holds the public counters and then the hidden ones; :meth:`counts` returns the public
     counts, derived ones computed from the hidden counters."""
 
-    __slots__ = ("derived",)
+    __slots__ = ("derived_arms",)
 
     def __init__(self, file: str, counter_ids: tuple[str, ...], hidden: int, derived: list) -> None:
         super().__init__(file, counter_ids, (), 0)
         self.counters = tuple(itertools.count(1) for _ in range(len(counter_ids) + hidden))
         self.baseline = [0] * len(self.counters)
-        self.derived = derived
+        self.derived_arms = derived
 
     def counts(self) -> list[int]:
-        """Public counts since the baseline, derived ones as their hidden counter minus their arms."""
+        """Public counts since the baseline, derived ones from their formulas over public and hidden ones."""
         raw = [n - b for n, b in zip(self.raw_counts(), self.baseline)]
         public = raw[: len(self.counter_ids)]
-        for index, hidden, arms in self.derived:
-            public[index] = max(0, raw[hidden] - sum(raw[arm] for arm in arms))
+        for index, terms in self.derived_arms:
+            public[index] = max(0, sum(raw[counter] * coefficient for counter, coefficient in terms))
         return public
 
 
@@ -207,10 +209,11 @@ def _file_problem(spec: Any) -> str | None:
     if hidden > sum(len(entry[0]) for entry in _items(spec, "entries")):  # each is counted at an entry of its own
         return "field hidden: more hidden counters than the entries count into"
     for derived in _items(spec, "derived"):
-        if not (isinstance(derived, list) and len(derived) == 3 and _is_int(derived[0]) and 0 <= derived[0] < len(counters)
-                and _is_int(derived[1]) and len(counters) <= derived[1] < size and _ints(derived[2])
-                and all(0 <= i < size for i in derived[2])):
-            return "field derived: expected [index, hidden index, [arm indexes]] items"
+        if not (isinstance(derived, list) and len(derived) == 2 and _is_int(derived[0]) and 0 <= derived[0] < len(counters)
+                and isinstance(derived[1], list) and all(
+                    isinstance(t, list) and len(t) == 2 and _is_int(t[0]) and 0 <= t[0] < size and _is_int(t[1])
+                    for t in derived[1])):
+            return "field derived: expected [index, [[counter index, coefficient], ...]] items"
     return None
 
 

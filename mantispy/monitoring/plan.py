@@ -16,7 +16,10 @@ loop: while               the first statement of the body
 branch: if / elif arm     the first statement of the arm
 branch: else, loop-else,  the first statement after ``else``
 try-else
-branch: implicit-else     the last ``if`` statement's entries minus its arm (a derived count)
+branch: implicit-else     the source instrumentor's formula where it has one (the entries of the
+                          block the chain starts or follows, minus the arms and earlier exits:
+                          :mod:`mantispy.instrument.derivation`), else the last ``if``
+                          statement's entries minus its arm; both derived counts
 branch: if-expression     the first instruction of the chosen operand
 branch: case              the first statement of the case
 except, except*           the first statement of the handler
@@ -64,7 +67,7 @@ class FilePlan:
     hidden: int = 0
     calls: list[list[Any]] = field(default_factory=list)  # [index, first line, code name, column or None]
     entries: list[list[Any]] = field(default_factory=list)  # [[indexes], line, col, end_line, end_col, owners]
-    derived: list[list[Any]] = field(default_factory=list)  # [index, hidden index, [arm indexes]]
+    derived: list[list[Any]] = field(default_factory=list)  # [index, [[counter index, coefficient], ...]]
     unplaced: list[str] = field(default_factory=list)  # features whose construct was not found (count 0)
 
 
@@ -100,7 +103,7 @@ def _plan_files(root: Path, files: list[Path], exclude: list[str]) -> dict[str, 
             tree = ast.parse(source)
         except Exception:  # noqa: BLE001 - a file the instrumentor cannot read is left out, as instrument does
             continue
-        out[rel] = plan_file(source, tree, [f for f in result.features if f.kind != "value"]).__dict__
+        out[rel] = plan_file(source, tree, [f for f in result.features if f.kind != "value"], result.derived).__dict__
     return out
 
 
@@ -233,10 +236,14 @@ def statement_span(node: ast.AST) -> Span:
     return (line, col, node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
 
 
-def plan_file(source: str, tree: ast.Module, features: list[Feature]) -> FilePlan:
-    """The plan of one file's counter features (in the instrumentor's order)."""
+def plan_file(source: str, tree: ast.Module, features: list[Feature],
+              formulas: dict[str, dict[str, int]] | None = None) -> FilePlan:
+    """The plan of one file's counter features (in the instrumentor's order); ``formulas``: the source
+    instrumentor's derived counts ({id: {counted id: coefficient}}), used as they are."""
     index = _Index(source, tree)
     plan = FilePlan(counters=[f.id for f in features])
+    position = {f.id: i for i, f in enumerate(features)}
+    formulas = formulas or {}
     arm_of: dict[tuple[int, int], int] = {}
     for i, feature in enumerate(features):
         if feature.kind == "branch" and feature.detail in ("if", "elif"):
@@ -268,6 +275,8 @@ def plan_file(source: str, tree: ast.Module, features: list[Feature]) -> FilePla
             node = index.node_at((ast.IfExp,), where)
             operand = None if not isinstance(node, ast.IfExp) else (node.body if detail == "ifexp-true" else node.orelse)
             entry([i], operand, feature)
+        elif detail == "implicit-else" and all(cid in position for cid in formulas.get(feature.id, {"": 0})):
+            plan.derived.append([i, [[position[cid], c] for cid, c in formulas[feature.id].items()]])
         elif detail == "implicit-else":
             arm = arm_of.get((feature.span[0], feature.span[1]))
             test = index.first_expression_after(where)
@@ -279,7 +288,7 @@ def plan_file(source: str, tree: ast.Module, features: list[Feature]) -> FilePla
             # entered once per evaluation of its test: the whole statement, since a test the compiler folds
             # (``if 0 and x:``) leaves only a NOP, placed on the test from 3.12 on and on the statement before
             entry([hidden], index.parent.get(test, test), feature)
-            plan.derived.append([i, hidden, [arm]])
+            plan.derived.append([i, [[hidden, 1], [arm, -1]]])
         else:  # while, if / elif / else arms, loop-else, try-else, case, except, except*
             entry([i], index.first_statement_after(where), feature)
     return plan
