@@ -22,6 +22,7 @@ COUNTERS = "_mantis_k"
 NEXT = "_mantis_n"
 GUARDS = "_mantis_vg"
 RECORD = "_mantis_rec"
+GROUP_GUARDS = "_mantis_gg"
 
 
 def _index(value: str, i: int) -> cst.Subscript:
@@ -46,6 +47,22 @@ def record(j: int, value: cst.BaseExpression) -> cst.BooleanOperation:
         ],
     )
     return cst.BooleanOperation(left=_index(GUARDS, j), operator=cst.And(), right=call)
+
+
+def record_group(g: int, values: Sequence[cst.BaseExpression]) -> cst.BooleanOperation:
+    """``_mantis_gg[g] and _mantis_rec(-1 - g, (v1, v2, ...))``: records the variables of group g (those
+    one statement assigns together: a function's parameters, a loop's targets) behind one guard, which
+    stays on while any of them still wants values."""
+    call = cst.Call(
+        func=cst.Name(RECORD),
+        args=[
+            cst.Arg(value=cst.UnaryOperation(operator=cst.Minus(), expression=cst.Integer(str(g + 1))),
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(value=cst.Tuple(elements=[cst.Element(value=v) for v in values],
+                                    lpar=[cst.LeftParen()], rpar=[cst.RightParen()])),
+        ],
+    )
+    return cst.BooleanOperation(left=_index(GROUP_GUARDS, g), operator=cst.And(), right=call)
 
 
 def record_call(j: int, value: cst.BaseExpression) -> cst.Call:

@@ -171,6 +171,7 @@ class Instrumenter(cst.CSTTransformer):
         self.else_role: dict[int, str] = {}
         self.derived: dict[str, Formula] = {}
         self.derivation: ArmDerivation | None = None
+        self.groups: list[tuple[int, ...]] = []  # variable indexes recorded together behind one guard
 
     def visit_Module(self, node: cst.Module) -> None:
         self.derivation = ArmDerivation(self.metadata[ParentNodeProvider])  # type: ignore[arg-type]
@@ -316,15 +317,19 @@ class Instrumenter(cst.CSTTransformer):
         return self.variable_index[base]
 
     def _name_records(self, names: Iterable[cst.Name], node: cst.CSTNode, detail: str) -> list[cst.BaseExpression]:
-        effects: list[cst.BaseExpression] = []
+        """Records of plain names assigned together: one guarded record, or a group's (one guard for all)."""
+        wanted: list[tuple[int, str]] = []
         for name in names:
             scope_name = self._variable_scope(name.value)
             if scope_name is None:
                 continue
             j = self._value_site(scope_name, name.value, node, detail)
             if j is not None:
-                effects.append(codegen.record(j, cst.Name(name.value)))
-        return effects
+                wanted.append((j, name.value))
+        if len(wanted) < 2:
+            return [codegen.record(j, cst.Name(name)) for j, name in wanted]
+        self.groups.append(tuple(j for j, _ in wanted))
+        return [codegen.record_group(len(self.groups) - 1, [cst.Name(name) for _, name in wanted])]
 
     def _note_block(self, owner: cst.CSTNode, index: int | None) -> None:
         assert self.derivation is not None
@@ -664,15 +669,22 @@ def module_name_for(rel_path: str) -> str:
 
 
 def _header(rel_path: str, counter_ids: list[str], variable_ids: list[str], k: int,
-            derived: dict[str, Formula]) -> list[cst.BaseSmallStatement]:
+            derived: dict[str, Formula], groups: list[tuple[int, ...]]) -> list[cst.BaseSmallStatement]:
     ids = lambda values: "(" + "".join(repr(v) + ", " for v in values) + ")"  # noqa: E731
     # Derived counts as (id, ((counter index, coefficient), ...)): evaluated when the counts are written.
     slot = {cid: n for n, cid in enumerate(counter_ids)}
     formulas = ids((fid, tuple((slot[cid], c) for cid, c in formula.items())) for fid, formula in derived.items())
+    names = [codegen.COUNTERS, codegen.NEXT, codegen.GUARDS, codegen.RECORD]
+    extra = ""
+    if derived or groups:
+        extra += ", " + formulas
+    if groups:
+        names.append(codegen.GROUP_GUARDS)
+        extra += ", " + ids(groups)
     code = (
         f"import mantispy.runtime.counters as _mantis_rt; "
-        f"{codegen.COUNTERS}, {codegen.NEXT}, {codegen.GUARDS}, {codegen.RECORD} = _mantis_rt.register("
-        f"{rel_path!r}, {ids(counter_ids)}, {ids(variable_ids)}, {k}{', ' + formulas if derived else ''})\n"
+        f"{', '.join(names)} = _mantis_rt.register("
+        f"{rel_path!r}, {ids(counter_ids)}, {ids(variable_ids)}, {k}{extra})\n"
     )
     line = cst.parse_statement(code)
     assert isinstance(line, cst.SimpleStatementLine)
@@ -736,7 +748,7 @@ def instrument_source(source: str, rel_path: str, options: Options | None = None
     new_module = wrapper.visit(instrumenter)
     if instrumenter.counter_ids or instrumenter.variable_ids or instrumenter.derived:
         header = _header(rel_path, instrumenter.counter_ids, instrumenter.variable_ids, options.k,
-                         instrumenter.derived)
+                         instrumenter.derived, instrumenter.groups)
         new_module, _ = insert_header(new_module, header)
     code = new_module.code
     # Lines are only ever added, never removed, so the difference is exactly the lines that moved.

@@ -55,12 +55,14 @@ class Registration:
     """
 
     __slots__ = ("file", "counter_ids", "variable_ids", "k", "counters", "guards", "rec",
-                 "local", "stores", "baseline", "derived")
+                 "local", "stores", "baseline", "derived", "groups", "group_guards")
 
     def __init__(self, file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, ...],
-                 k: int, derived: tuple = ()) -> None:
+                 k: int, derived: tuple = (), groups: tuple = ()) -> None:
         self.file = file
         self.derived = derived  # ((feature_id, ((counter index, coefficient), ...)), ...): counts with no probe
+        self.groups: tuple[tuple[int, ...], ...] = groups  # variable indexes recorded behind one guard
+        self.group_guards: list[bool] = [k > 0] * len(groups)
         self.counter_ids = counter_ids
         self.variable_ids = variable_ids
         self.k = k
@@ -95,6 +97,7 @@ class Registration:
         """Let every variable record again (the same list object is kept: generated code holds it)."""
         if self.k > 0:
             self.guards[:] = [True] * len(self.guards)
+            self.group_guards[:] = [True] * len(self.group_guards)
 
     def clear_values(self) -> None:
         """Empty every store in place (live threads keep using theirs)."""

@@ -8,7 +8,9 @@ Every instrumented module runs, near its top::
 * A counter tick is ``_mantis_n(_mantis_k[i])``: the builtin ``next`` on an ``itertools.count(1)``,
   always truthy, no Python-level call and no lock.  The count of ``c`` is
   ``int(repr(c)[6:-1]) - 1``.
-* A value is recorded by ``_mantis_vg[j] and _mantis_rec(j, value)``.  Each thread keeps its own
+* A value is recorded by ``_mantis_vg[j] and _mantis_rec(j, value)`` (variables a statement assigns
+  together: ``_mantis_gg[g] and _mantis_rec(-1 - g, (v1, v2, ...))``, one guard for the group, off once
+  each member's is).  Each thread keeps its own
   first ``k`` recordable values of each variable: int/float/bool as numbers (bool as 0/1; NaN,
   infinities and ints beyond the float range are skipped), ``str``/``bytes``/``bytearray``/``list``/
   ``tuple``/``dict``/``set``/``frozenset``/``range``/``memoryview`` and other builtin sized types as
@@ -61,13 +63,15 @@ _FLOAT_MAX_INT = _values.FLOAT_MAX_INT
 
 
 def register(file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, ...],
-             k: int, derived: tuple = ()) -> tuple[tuple[Any, ...], Callable[..., Any], list[bool],
-                                                 Callable[[int, Any], Any]]:
-    """Register an instrumented file; return ``(_mantis_k, _mantis_n, _mantis_vg, _mantis_rec)``.
+             k: int, derived: tuple = (), groups: tuple = ()) -> tuple[Any, ...]:
+    """Register an instrumented file; return ``(_mantis_k, _mantis_n, _mantis_vg, _mantis_rec)``, and
+    ``_mantis_gg`` after them when ``groups`` are given.
 
     ``derived``: counts that have no probe, ``((feature_id, ((counter index, coefficient), ...)), ...)``,
     each the sum of its counters' counts times their coefficients (an else arm: its statement's entries
-    minus its arms), computed whenever the counts are collected.
+    minus its arms), computed whenever the counts are collected. ``groups``: tuples of variable indexes
+    recorded together (``_mantis_gg[g] and _mantis_rec(-1 - g, (v1, v2, ...))``); group g's guard
+    ``_mantis_gg[g]`` turns False once every member's has.
 
     ``_mantis_k``: one ``itertools.count(1)`` per counter id; ``_mantis_n``: builtin ``next``;
     ``_mantis_vg``: one guard per variable id; ``_mantis_rec(j, value)``: record ``value`` for the
@@ -81,10 +85,12 @@ def register(file: str, counter_ids: tuple[str, ...], variable_ids: tuple[str, .
             _collector.ensure_installed()
             reg = _collector.registry.get(key)
             if reg is None:
-                reg = _collector.Registration(*key, derived=tuple(derived))
+                reg = _collector.Registration(*key, derived=tuple(derived), groups=tuple(groups))
                 reg.rec = _make_rec(reg)
                 _collector.add(reg)
     assert reg.rec is not None
+    if groups:
+        return reg.counters, next, reg.guards, reg.rec, reg.group_guards
     return reg.counters, next, reg.guards, reg.rec
 
 
@@ -99,7 +105,20 @@ def _make_rec(reg: _collector.Registration) -> Callable[[int, Any], Any]:
     big = _FLOAT_MAX_INT
     give_up = 4 * k
 
+    groups = reg.groups
+    group_guards = reg.group_guards
+
     def _mantis_rec(j: int, value: Any) -> Any:
+        if j < 0:  # a group: its members that still want values, then its guard off once none does
+            members = groups[-1 - j]
+            for member, item in zip(members, value):
+                if guards[member]:
+                    _mantis_rec(member, item)
+            for member in members:
+                if guards[member]:
+                    return value
+            group_guards[-1 - j] = False
+            return value
         try:
             lst = local.store[j]
         except AttributeError:

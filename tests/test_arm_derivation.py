@@ -188,3 +188,30 @@ def test_derivation_leaves_module_level_try_and_async_code_probed():
     )
     result = instrument_source(source, "m.py")
     assert result.derived == {"m.py:g:branch:2": {"m.py:g:loop:1": 1, "m.py:g:branch:1": -1}}
+
+
+def test_variables_assigned_together_share_one_guard_that_closes_when_all_are_done(tmp_path):
+    """A function's parameters, a loop's targets, a tuple assignment: one guard per statement (fewer checks
+    once the values are in), each variable still recording its own first k values."""
+    source = """
+    def f(a, b, c=None):
+        x, y = a, b
+        return x
+    for n, (p, q) in enumerate([(1, "ab"), (2, "cde"), (3, "f"), (4, ""), (5, "gh")]):
+        f(n, q, c=p)
+    """
+    original, instrumented, result = instrument_and_run(source, tmp_path, Options(k=3))
+    same_behaviour(original, instrumented, tmp_path)
+    code = result.code
+    assert "_mantis_gg[0] and _mantis_rec(-1, (a, b, c))" in code
+    assert "_mantis_rec(-2, (x, y))" in code and "_mantis_rec(-3, (n, p, q))" in code
+    values = {k.split(":value:")[1]: v for k, v in instrumented.features.items() if ":value:" in k}
+    assert [values[f"a#{i}"] for i in (1, 2, 3)] == [0, 1, 2] and [values[f"b#{i}"] for i in (1, 2, 3)] == [2, 3, 1]
+    assert [values[f"q#{i}"] for i in (1, 2, 3)] == [2, 3, 1] and "q#4" not in values
+    assert [values[f"c#{i}"] for i in (1, 2, 3)] == [1, 2, 3]
+    # Every group's guard is off once each member has its k values (one live thread).
+    probe = tmp_path / "inst" / "probe.py"
+    probe.write_text(result.code + "\nprint(_mantis_gg)\n")
+    from tests.helpers import run_file
+
+    assert run_file(probe).stdout.strip() == "[False, False, False]"
