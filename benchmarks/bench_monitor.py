@@ -8,7 +8,7 @@ For each suite program (benchmarks/suite, prepared into benchmarks/work/monitor)
 
 * equality: per input, the counts of ``mantispy run --backend monitor`` against the instrumented copy's
   loop, branch, call and handler counters (``instrument --only loops,branches,calls,exceptions``), and
-  the full instrumentation's counters (implicit else arms derived from other counts where they can be)
+  the full instrumentation's counters (else arms derived from other counts where they can be)
   against a build with a probe on every arm (``--probe-every-arm``);
 * overhead: CPU time (the child's rusage) of the original program, the source backend's full
   instrumentation (values included, as ``mantispy profile`` runs it), the same with a probe on every
@@ -16,7 +16,7 @@ For each suite program (benchmarks/suite, prepared into benchmarks/work/monitor)
   ``coverage run --branch`` with ``COVERAGE_CORE=sysmon``; every variant's bytecode cached first (one
   warm-up run each), then all variants of all inputs interleaved and shuffled (seeded), repeated; medians
   of per-input ratios to the original's median, and the noise floor (median absolute relative deviation
-  of the original's repeats).
+  of the original's repeats); and the share of all counts that no probe took (derived).
 
 With --write the table is appended to benchmarks/RESULTS.md.
 """
@@ -121,6 +121,7 @@ def bench(program: str, version: str, n_inputs: int, repeats: int, seed: int) ->
     # larger instrumented copy, and the ratios would weigh compilation.
     base_env.pop("PYTHONDONTWRITEBYTECODE", None)
     argvs = inputs_of(folder, n_inputs)
+    no_probe = set(json.loads((full / ".mantis" / "manifest.json").read_text()).get("derived", {}))
     equality = []
     with MonitoredLaunch(folder / "app", scratch / "monitor.json", python) as launch:
         monitor_env = {**{k: v for k, v in launch.env.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONHASHSEED": "0"}
@@ -139,7 +140,8 @@ def bench(program: str, version: str, n_inputs: int, repeats: int, seed: int) ->
             c, d = counts(scratch / "full.json"), counts(scratch / "every.json")
             derived = sorted(k for k in set(c) | set(d) if c.get(k) != d.get(k))
             equality.append({"counters": len(a), "differ": len(differ), "examples": differ[:5],
-                             "probed": len(d), "derived_differ": len(derived), "derived_examples": derived[:5]})
+                             "probed": len(d), "derived_differ": len(derived), "derived_examples": derived[:5],
+                             "counts": sum(c.values()), "derived_counts": sum(c.get(k, 0) for k in no_probe)})
         variants = {
             "original": ([python, str(folder / "app" / "workload.py")], base_env),
             "source (full)": ([python, str(full / "workload.py")],
@@ -177,18 +179,20 @@ def bench(program: str, version: str, n_inputs: int, repeats: int, seed: int) ->
 
 def table(rows: list[dict]) -> str:
     lines = ["| program | Python | inputs x repeats | original CPU s | source (full) | source (full, every arm) "
-             "| source (counts) | monitor | coverage sysmon | noise floor | counters equal | derived = probed |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| source (counts) | monitor | coverage sysmon | noise floor | counters equal | derived = probed "
+             "| counts derived |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         q = r["ratios"]
         equal = sum(e["counters"] - e["differ"] for e in r["equality"])
         total = sum(e["counters"] for e in r["equality"])
         probed = sum(e.get("probed", 0) - e.get("derived_differ", 0) for e in r["equality"])
         probed_total = sum(e.get("probed", 0) for e in r["equality"])
+        share = sum(e.get("derived_counts", 0) for e in r["equality"]) / max(1, sum(e.get("counts", 0) for e in r["equality"]))
         lines.append(f"| {r['program']} | {r['version']} | {r['inputs']} x {r['repeats']} | {r['original_cpu_s']:.2f} "
                      f"| {q['source (full)']:.2f}x | {q['source (full, every arm)']:.2f}x | {q['source (counts)']:.2f}x "
                      f"| {q['monitor']:.2f}x | {q['coverage sysmon']:.2f}x "
-                     f"| {r['noise']:.1%} | {equal}/{total} | {probed}/{probed_total} |")
+                     f"| {r['noise']:.1%} | {equal}/{total} | {probed}/{probed_total} | {share:.0%} |")
     return "\n".join(lines)
 
 

@@ -88,7 +88,7 @@ def site_counts(manifest: Manifest, features: dict[str, float]) -> dict[str, int
     counts = {f.id: int(features.get(f.id, 0)) for f in manifest.features
               if f.kind in COUNTER_KINDS and f.id not in manifest.derived}  # a derived count has no probe to remove
     for site in manifest.value_sites:
-        counts[site.id] = counts.get(site.region, 0) if site.region else 1
+        counts[site.id] = int(features.get(site.region, 0)) if site.region else 1  # a region may be derived
     return counts
 
 

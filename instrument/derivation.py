@@ -1,8 +1,9 @@
-"""Implicit else arms that need no probe: their count follows from counts the instrumentor takes anyway.
+"""Else arms that need no probe: their count follows from counts the instrumentor takes anyway.
 
 An ``if`` chain with no ``else`` falls through without taking an arm every time it is entered and no
-arm is taken, so that count (the *implicit else*) is the statement's entries minus its arms' counts.
-The bytecode backend counts it that way (see :mod:`mantispy.monitoring.plan`). The entries themselves
+arm is taken, so that count (the *implicit else*) is the statement's entries minus its arms' counts;
+a written ``else`` is taken as often, so it needs no probe either where the entries are known.
+The bytecode backend counts both that way (see :mod:`mantispy.monitoring.plan`). The entries themselves
 are known without a probe where control reaches the statement in one way only:
 
 * the statement starts a counted block: a function body (its call count), a loop body (its
@@ -19,7 +20,7 @@ are known without a probe where control reaches the statement in one way only:
 So a derived count equals the counted one except where an exception leaves the block between its
 start and the ``if`` without a call or subscript raising it (an attribute missing, a division by zero,
 a name not bound) — an error path, not the normal flow of a program. A test that raises counts as
-the implicit else, as in the bytecode backend. ``mantispy instrument --probe-every-arm`` puts a probe
+the else arm, as in the bytecode backend. ``mantispy instrument --probe-every-arm`` puts a probe
 on every arm instead.
 
 Formulas are ``{feature id: coefficient}`` over counted features only (an implicit else used in
@@ -134,8 +135,8 @@ class ArmDerivation:
 
     # ------------------------------------------------------------------ questions
     def implicit_else(self, last: cst.If) -> Formula | None:
-        """The implicit else's count of the chain ending at ``last`` from other counts, or None when it
-        needs a probe."""
+        """The else arm's count (implicit or written) of the chain ending at ``last`` from other counts, or
+        None when it needs a probe."""
         head = last
         while isinstance(self.parents.get(head), cst.If) and self.parents[head].orelse is head:
             head = self.parents[head]

@@ -474,15 +474,31 @@ class Instrumenter(cst.CSTTransformer):
 
     def visit_Else(self, node: cst.Else) -> None:
         role = self.else_role.get(id(node), "else")
-        index = self._counter("branch", node, role)
-        self.counter_of[id(node)] = index  # type: ignore[assignment]
-        self._push_region(index)
         if role == "else":
             owner = self.get_metadata(ParentNodeProvider, node)
-            assert isinstance(owner, cst.If) and self.derivation is not None
-            self.derivation.note_else(owner, node, self._formula(index))
+            assert isinstance(owner, cst.If)
+            index, region = self._written_else(owner, node)
         else:
+            index = self._counter("branch", node, role)
+            region = None if index is None else self.counter_ids[index]
             self._note_block(node, index)
+        self.counter_of[id(node)] = index  # type: ignore[assignment]
+        self.regions.append(region or self.regions[-1])
+
+    def _written_else(self, last_if: cst.If, node: cst.Else) -> tuple[int | None, str | None]:
+        """The written else arm of the chain ending at ``last_if``: (its counter, or None when its count
+        follows from others as an implicit else's does; the feature id it is counted under)."""
+        assert self.derivation is not None
+        formula = self.derivation.implicit_else(last_if) if self.options.derive_arms else None
+        if formula is None:
+            index = self._counter("branch", node, "else")
+            self.derivation.note_else(last_if, node, self._formula(index))
+            return index, None if index is None else self.counter_ids[index]
+        feature_id = self._feature("branch", node, "else")
+        if feature_id is not None:
+            self.derived[feature_id] = formula
+        self.derivation.note_else(last_if, node, formula if feature_id is not None else None)
+        return None, feature_id
 
     def leave_Else(self, original_node: cst.Else, updated_node: cst.Else) -> cst.Else:
         self.regions.pop()

@@ -215,3 +215,54 @@ def test_variables_assigned_together_share_one_guard_that_closes_when_all_are_do
     from tests.helpers import run_file
 
     assert run_file(probe).stdout.strip() == "[False, False, False]"
+
+
+WRITTEN_ELSE = """
+def sign(x):
+    if x > 0:
+        return 1
+    elif x < 0:
+        return -1
+    else:
+        return 0
+
+def classify(rows):
+    small = big = other = 0
+    for row in rows:
+        if row is None:
+            continue
+        if row < 10:
+            small += 1
+        else:
+            big += 1
+        n = len(str(row))
+        if n > 2:
+            other += 1
+        else:
+            other -= 1
+    return small, big, other
+
+print([sign(v) for v in (3, -2, 0, 0, 7)], classify([1, None, 50, 200, 3, None, 9]))
+"""
+
+
+def test_a_written_else_is_counted_without_a_probe_where_its_chain_entries_are_known(tmp_path):
+    """A written ``else`` is taken as often as its chain is entered less its arms, as an implicit else."""
+    original, instrumented, result = instrument_and_run(WRITTEN_ELSE, tmp_path)
+    same_behaviour(original, instrumented, tmp_path)
+    derived = _derived_details(result)
+    # sign: the chain starts the function body (its calls); classify: the else after a guard clause.
+    assert derived["prog.py:sign:branch:3"] == "else:"
+    assert result.derived["prog.py:sign:branch:3"] == {"prog.py:sign:call": 1, "prog.py:sign:branch:1": -1,
+                                                       "prog.py:sign:branch:2": -1}
+    assert result.derived["prog.py:classify:branch:4"] == {"prog.py:classify:loop:1": 1,
+                                                           "prog.py:classify:branch:1": -1,
+                                                           "prog.py:classify:branch:3": -1}
+    # ... but not after ``n = len(str(row))``, which calls (it may raise): that else keeps its probe.
+    assert "prog.py:classify:branch:6" not in result.derived
+    assert "_mantis_k[" in result.code.split("n = len(str(row))")[1]
+    probed = tmp_path / "probed"
+    probed.mkdir()
+    _, every, every_result = instrument_and_run(WRITTEN_ELSE, probed, Options(derive_arms=False))
+    assert every_result.derived == {} and every.features == instrumented.features
+    assert by_suffix(instrumented.features, ":sign:branch:3") == 2 and by_suffix(instrumented.features, ":classify:branch:4") == 2

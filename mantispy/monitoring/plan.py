@@ -14,7 +14,9 @@ call                      the start of the function's (or lambda's) code object
 loop: for, comprehension  the loop target's store (once per iteration)
 loop: while               the first statement of the body
 branch: if / elif arm     the first statement of the arm
-branch: else, loop-else,  the first statement after ``else``
+branch: else             the source instrumentor's formula where it has one (as an implicit
+                          else's), else the first statement after ``else``
+branch: loop-else,        the first statement after ``else``
 try-else
 branch: implicit-else     the source instrumentor's formula where it has one (the entries of the
                           block the chain starts or follows, minus the arms and earlier exits:
@@ -275,7 +277,7 @@ def plan_file(source: str, tree: ast.Module, features: list[Feature],
             node = index.node_at((ast.IfExp,), where)
             operand = None if not isinstance(node, ast.IfExp) else (node.body if detail == "ifexp-true" else node.orelse)
             entry([i], operand, feature)
-        elif detail == "implicit-else" and all(cid in position for cid in formulas.get(feature.id, {"": 0})):
+        elif feature.id in formulas and all(cid in position for cid in formulas[feature.id]):
             plan.derived.append([i, [[position[cid], c] for cid, c in formulas[feature.id].items()]])
         elif detail == "implicit-else":
             arm = arm_of.get((feature.span[0], feature.span[1]))
