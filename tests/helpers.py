@@ -40,6 +40,18 @@ def run_file(path: Path, features_out: Path | None = None, args: list[str] | Non
     return Outcome(proc.returncode, proc.stdout, proc.stderr, features)
 
 
+COUNTING_FLAG = """
+class Flag:
+    calls = 0
+    def __init__(self, v):
+        self.v = v
+    def __bool__(self):
+        Flag.calls += 1
+        return self.v
+"""
+"""A program prefix: a class whose truth value counts how often it is taken (``Flag.calls``)."""
+
+
 def instrument_and_run(source: str, tmp: Path, options: Options | None = None, name: str = "prog.py") -> tuple[Outcome, Outcome, ModuleResult]:
     """Run ``source`` as is and instrumented; returns (original, instrumented, instrumentation result)."""
     source = textwrap.dedent(source)

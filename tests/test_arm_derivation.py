@@ -4,10 +4,11 @@ equal the probed ones."""
 from __future__ import annotations
 
 import json
+import textwrap
 
 from mantispy.instrument.manifest import Manifest
 from mantispy.instrument.transformer import Options, instrument_source
-from tests.helpers import MANTISPY, by_suffix, instrument_and_run, same_behaviour
+from tests.helpers import COUNTING_FLAG, MANTISPY, by_suffix, instrument_and_run, same_behaviour
 
 GUARDS = """
 def imt(token, i=None, m=None):
@@ -129,14 +130,7 @@ def test_the_first_test_of_a_loop_body_is_evaluated_once_with_values_recorded(tm
     """Bug: with a value recorded at the loop's start, the loop tick and the record were folded into the
     body's first ``if`` test as a tuple, so a test whose arm alone is probed (an ``if`` followed by ``elif``,
     or a derived implicit else) was left as an object whose truth the ``if`` took a second time."""
-    source = """
-    class Flag:
-        calls = 0
-        def __init__(self, v):
-            self.v = v
-        def __bool__(self):
-            Flag.calls += 1
-            return self.v
+    source = COUNTING_FLAG + textwrap.dedent("""
     for v in [True, False, True, False]:
         if Flag(v):
             pass
@@ -146,7 +140,7 @@ def test_the_first_test_of_a_loop_body_is_evaluated_once_with_values_recorded(tm
         if Flag(v):
             pass
     print(Flag.calls)
-    """
+    """)
     for options in (Options(), Options(derive_arms=False)):
         folder = tmp_path / str(options.derive_arms)
         folder.mkdir()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from mantispy.instrument.transformer import Options
-from tests.helpers import by_suffix, instrument_and_run, same_behaviour
+from tests.helpers import COUNTING_FLAG, by_suffix, instrument_and_run, same_behaviour
 
 
 def check(source: str, tmp_path, options: Options | None = None):
@@ -95,14 +97,7 @@ def test_if_elif_else_arms_including_implicit_else(tmp_path):
 
 def test_condition_truthiness_is_evaluated_once(tmp_path):
     features, _ = check(
-        """
-        class Flag:
-            calls = 0
-            def __init__(self, v):
-                self.v = v
-            def __bool__(self):
-                Flag.calls += 1
-                return self.v
+        COUNTING_FLAG + textwrap.dedent("""
         for v in [True, False, True]:
             if Flag(v):
                 pass
@@ -111,7 +106,7 @@ def test_condition_truthiness_is_evaluated_once(tmp_path):
             n += 1
         y = 1 if Flag(False) else 2
         print(Flag.calls, y)
-        """,
+        """),
         tmp_path,
     )
     assert by_suffix(features, "<module>:branch:1") == 2
