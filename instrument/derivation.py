@@ -134,7 +134,7 @@ class ArmDerivation:
             self.block_entries[id(else_node)] = formula
 
     # ------------------------------------------------------------------ questions
-    def implicit_else(self, last: cst.If) -> Formula | None:
+    def else_count(self, last: cst.If) -> Formula | None:
         """The else arm's count (implicit or written) of the chain ending at ``last`` from other counts, or
         None when it needs a probe."""
         head = last

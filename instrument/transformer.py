@@ -234,20 +234,22 @@ class Instrumenter(cst.CSTTransformer):
         )
         return feature_id
 
-    def _implicit_else(self, last_if: cst.If) -> int | None:
-        """The implicit else arm of the chain ending at ``last_if``: a counter, or no probe (None) when its
-        count follows from others (:mod:`derivation`)."""
+    def _else_arm(self, last_if: cst.If, written: cst.Else | None) -> tuple[int | None, str | None]:
+        """The else arm (``written``, or the implicit one when None) of the chain ending at ``last_if``:
+        (its counter, or None when its count follows from others (:mod:`derivation`) and it gets no probe;
+        the feature id it is counted under)."""
         assert self.derivation is not None
-        formula = self.derivation.implicit_else(last_if) if self.options.derive_arms else None
+        node, detail = (last_if, "implicit-else") if written is None else (written, "else")
+        formula = self.derivation.else_count(last_if) if self.options.derive_arms else None
         if formula is None:
-            index = self._counter("branch", last_if, "implicit-else")
-            self.derivation.note_else(last_if, None, self._formula(index))
-            return index
-        feature_id = self._feature("branch", last_if, "implicit-else")
+            index = self._counter("branch", node, detail)
+            self.derivation.note_else(last_if, written, self._formula(index))
+            return index, None if index is None else self.counter_ids[index]
+        feature_id = self._feature("branch", node, detail)
         if feature_id is not None:
             self.derived[feature_id] = formula
-        self.derivation.note_else(last_if, None, formula if feature_id is not None else None)
-        return None
+        self.derivation.note_else(last_if, written, formula if feature_id is not None else None)
+        return None, feature_id
 
     def _formula(self, index: int | None) -> Formula | None:
         return None if index is None else {self.counter_ids[index]: 1}
@@ -470,35 +472,20 @@ class Instrumenter(cst.CSTTransformer):
         self.regions.pop()
         if node.orelse is None:
             # The implicit empty else arm, numbered after the arm it follows.
-            self.else_counter_of[id(node)] = self._implicit_else(node)  # type: ignore[assignment]
+            self.else_counter_of[id(node)] = self._else_arm(node, None)[0]  # type: ignore[assignment]
 
     def visit_Else(self, node: cst.Else) -> None:
         role = self.else_role.get(id(node), "else")
         if role == "else":
             owner = self.get_metadata(ParentNodeProvider, node)
             assert isinstance(owner, cst.If)
-            index, region = self._written_else(owner, node)
+            index, region = self._else_arm(owner, node)
         else:
             index = self._counter("branch", node, role)
             region = None if index is None else self.counter_ids[index]
             self._note_block(node, index)
         self.counter_of[id(node)] = index  # type: ignore[assignment]
         self.regions.append(region or self.regions[-1])
-
-    def _written_else(self, last_if: cst.If, node: cst.Else) -> tuple[int | None, str | None]:
-        """The written else arm of the chain ending at ``last_if``: (its counter, or None when its count
-        follows from others as an implicit else's does; the feature id it is counted under)."""
-        assert self.derivation is not None
-        formula = self.derivation.implicit_else(last_if) if self.options.derive_arms else None
-        if formula is None:
-            index = self._counter("branch", node, "else")
-            self.derivation.note_else(last_if, node, self._formula(index))
-            return index, None if index is None else self.counter_ids[index]
-        feature_id = self._feature("branch", node, "else")
-        if feature_id is not None:
-            self.derived[feature_id] = formula
-        self.derivation.note_else(last_if, node, formula if feature_id is not None else None)
-        return None, feature_id
 
     def leave_Else(self, original_node: cst.Else, updated_node: cst.Else) -> cst.Else:
         self.regions.pop()
