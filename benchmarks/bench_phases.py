@@ -161,9 +161,9 @@ def check_run(folder: Path, name: str, record: dict, kind: str | None, store: Pa
 
 
 def _compact(comparison: dict) -> list:
-    """phase, metric, actual, expected, z (None for a phase never seen), departs."""
+    """phase, metric, actual, expected, z (None for a phase never seen), departs, model, function, total."""
     return [comparison["phase"], comparison["metric"], comparison["actual"], comparison["expected"], comparison["z"],
-            comparison["departs"], comparison["model"]]
+            comparison["departs"], comparison["model"], comparison.get("function", ""), comparison.get("total", 0.0)]
 
 
 def program(name: str, work: Path, train: int, per_kind: int, seed: int, log) -> dict:
@@ -221,6 +221,16 @@ def rates(results: list[dict], kind: str, key: str) -> tuple[str, str]:
             f"{fn / len(anomalous):.2f} ({fn}/{len(anomalous)})" if anomalous else "-")
 
 
+def _first_departure(result: dict) -> str:
+    """The verdict's first departure as "phase metric" ("phase own time" for a function's own time), in the
+    check's order (the phases' resources first, then by |z|)."""
+    departing = [c for c in result.get("comparisons", []) if c[5]]
+    if not departing:
+        return result["top"].split(" (")[0] if result.get("top") else "-"
+    first = min(departing, key=lambda c: (c[6] == "own-time", -abs(c[4]) if c[4] is not None else -1e9))
+    return f"{first[0]} own time" if first[6] == "own-time" else f"{first[0]} {first[1]}"
+
+
 def table(outcomes: list[dict]) -> list[str]:
     lines = ["| program | anomaly | phase-aware FPR | phase-aware FNR | whole-run FPR | whole-run FNR | "
              "most frequent first departure |", "|---|---|---|---|---|---|---|"]
@@ -228,8 +238,8 @@ def table(outcomes: list[dict]) -> list[str]:
         for kind in KINDS:
             fpr, fnr = rates(outcome["results"], kind, "anomalous")
             bfpr, bfnr = rates(outcome["results"], kind, "baseline")
-            tops = [r["top"].split(" (")[0] for r in outcome["results"]
-                    if r["group"] == kind and r["kind"] is not None and r.get("top")]
+            tops = [_first_departure(r) for r in outcome["results"]
+                    if r["group"] == kind and r["kind"] is not None and r.get("anomalous")]
             common = max(set(tops), key=tops.count) if tops else "-"
             lines.append(f"| {outcome['program']} | {kind} | {fpr} | {fnr} | {bfpr} | {bfnr} | "
                          f"{common} ({tops.count(common) if tops else 0}/{len(tops)}) |")
@@ -238,14 +248,15 @@ def table(outcomes: list[dict]) -> list[str]:
 
 def _departs(row: list, k: float, epoch_s: float) -> bool:
     """The check's rule (mantispy.phases.anomaly, default floors) at another k, on a stored comparison."""
-    from mantispy.phases.anomaly import CheckOptions
+    import math
 
-    _, metric, actual, expected, z, departs, _ = row
-    if z is None:  # a phase never seen, or a rare phase against its longest: k does not enter
-        return bool(departs)
-    difference = abs(actual - expected)
-    options = CheckOptions(k=k)
-    return abs(z) > k and difference > options.min_relative * expected and difference > options.floor(metric, epoch_s)
+    from mantispy.phases.anomaly import CheckOptions, Comparison
+
+    phase, metric, actual, expected, z, departs, model, *rest = row
+    function, total = (rest + ["", 0.0])[:2]
+    comparison = Comparison(phase, "", metric, actual, expected, math.inf if z is None else z, departs, model,
+                            function, total)
+    return comparison.departs_at(CheckOptions(k=k), epoch_s)
 
 
 def sweep(outcomes: list[dict], ks: tuple[float, ...] = (3.0, 4.0, 5.0)) -> list[str]:
@@ -317,11 +328,12 @@ def main() -> None:
         (args.work / "results.json").write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
     lines = [
         f"Command: `python benchmarks/bench_phases.py --programs {args.programs} --train {args.train} --per-kind "
-        f"{args.per_kind}` ({elapsed:.0f} min). Suite workloads in mode `all`; {args.train} training inputs profiled "
+        f"{args.per_kind} --seed {args.seed}` ({elapsed:.0f} min). Suite workloads in mode `all`; {args.train} training inputs profiled "
         "with `profile --sample` (100 Hz, resources every 0.1 s); per anomaly kind, "
         f"{args.per_kind} normal and {args.per_kind} anomalous runs of unseen inputs, shuffled, each through "
         "`mantispy check --json` with its defaults (k = 4 robust spreads, and at least 10 % and 2 epochs / 16 MiB / "
-        "10 CPU points). Anomalies (see the script): CPU hog = one busy process per core; memory balloon = 128 MiB "
+        "10 CPU points; a function's own time: k spreads above its median, and 5 points of the run and an epoch's "
+        "samples above the largest share a training run gave it). Anomalies (see the script): CPU hog = one busy process per core; memory balloon = 128 MiB "
         "from 0.2 s on; IO stall = 0.5 s before each open of the input file; slowed phase = 0.3 s of CPU before each "
         "call of one function of one phase. Whole-run baseline = the same rule on the run's totals (duration, CPU "
         "time, CPU use, peak RSS) against whole-run models of the input descriptors.",

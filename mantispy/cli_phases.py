@@ -179,10 +179,13 @@ def _is_phase_model(path: Path) -> bool:
               help="Robust z-score (in units of the model's out-of-fold residual spread) beyond which a value departs.")
 @click.option("--min-relative", type=click.FloatRange(0, 10), default=0.10, show_default=True,
               help="A departure must also be at least this share of the estimate.")
+@click.option("--own-margin", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+              help="A function's own time departs when its share of the run exceeds the largest any training run "
+                   "gave it by this much (and its median by --k spreads).")
 @click.option("--fail-on-anomaly", is_flag=True, help="Exit with status 1 when the run is anomalous (for CI).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k: float, min_relative: float,
-          fail_on_anomaly: bool, as_json: bool) -> None:
+          own_margin: float, fail_on_anomaly: bool, as_json: bool) -> None:
     """Whether a run departs from its phase model, and in which phase and resource.
 
     \b
@@ -190,7 +193,8 @@ def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k:
     mantispy check --model FILE -- SCRIPT|-m MODULE ARGS...   record the program now, then check it
 
     Every phase's duration, CPU time, CPU use, peak memory and IO is compared with the model's estimate for
-    the run's input; a whole-run threshold baseline is shown beside. Exit status 0 (1 with
+    the run's input; beneath the phases, each function's own time is compared with the shares of the run
+    the training runs gave it; a whole-run threshold baseline is shown beside. Exit status 0 (1 with
     --fail-on-anomaly when the run is anomalous). A program run by check writes its own output first.
     """
     from mantispy.phases import model as phase_model
@@ -231,7 +235,8 @@ def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k:
         inputs, features, where = recording_inputs(recording, link)
     except (RecordingError, PhaseDataError) as exc:
         raise UserError(str(exc)) from None
-    verdict = check_run(model, run, inputs, features or None, CheckOptions(k=k, min_relative=min_relative), where)
+    rule = CheckOptions(k=k, min_relative=min_relative, own_margin=own_margin)
+    verdict = check_run(model, run, inputs, features or None, rule, where)
     if as_json:
         click.echo(json.dumps({"recording": recording.id, **verdict.to_dict()}, indent=1))
     else:
@@ -263,8 +268,9 @@ def _print_verdict(recording_id: int, verdict, run) -> None:
         if not rows:
             continue
         worst = max(rows, key=lambda c: abs(c.z))
+        what = f"own time of {worst.function}" if worst.model == "own-time" else worst.metric
         click.echo(f"  {label:<4} {'departs' if any(c.departs for c in rows) else 'ok':<8} largest |z| {abs(worst.z):5.1f} "
-                   f"({worst.metric})  {rows[0].name}")
+                   f"({what})  {rows[0].name}")
     baseline = "anomalous" if verdict.baseline_anomalous else "normal"
     click.echo(f"  whole-run baseline: {baseline}" + "".join(
         f"; {c.metric} {c.actual:.3g} vs {c.expected:.3g} (z {c.z:+.1f})" for c in verdict.baseline))

@@ -27,6 +27,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 INJECT = Path(__file__).resolve().parents[1] / "benchmarks" / "anomaly_boot"
 CLI = [sys.executable, "-m", "mantispy"]
 KNOWN = [("P1", {"parse": 0.9, "main": 0.1}), ("P2", {"mix": 0.9, "main": 0.1})]
+PARSE, MIX, MAIN = "parse (phased.py:3)", "mix (phased.py:9)", "main (phased.py:20)"  # own-time labels
 
 
 def _phases(records: int, passes: int, rng: random.Random, slow: float = 1.0, cpu: float = 99.0,
@@ -39,7 +40,8 @@ def _phases(records: int, passes: int, rng: random.Random, slow: float = 1.0, cp
             {"label": "P2", "start": load, "end": load + mix, "seconds": mix * cpu / 99.0 / slow, "name": "mix",
              "profile": KNOWN[1][1], "cpu_percent": cpu, "peak_rss_bytes": 30e6 + records * 1e5, "io_bytes": None}]
     rows += extra or []
-    return RunPhases(Recording(0, ["phased.py"], 0.0, 1.0, "complete"), 0.1, int((load + mix) / 0.1), rows)
+    own = {"P1": {PARSE: load * 0.9, MAIN: load * 0.1}, "P2": {MIX: mix * 0.95, MAIN: mix * 0.05}}
+    return RunPhases(Recording(0, ["phased.py"], 0.0, 1.0, "complete"), 0.1, int((load + mix) / 0.1), rows, own)
 
 
 def _inputs(records: int, passes: int) -> dict[str, float]:
@@ -87,6 +89,43 @@ def test_the_check_names_the_phase_and_the_resource_that_departs(fitted):
     assert slowed.anomalous
     assert {(d.phase, d.metric) for d in slowed.departures} >= {("P2", "wall_s"), ("P2", "cpu_percent")}
     assert all(d.phase == "P2" for d in slowed.departures) and "P2 (mix): " in slowed.departures[0].describe()
+
+
+def test_a_function_whose_own_code_takes_a_larger_share_of_the_run_departs(fitted):
+    """A slowed phase whose epochs no longer look like any phase (redundant work in main before P1's
+    parsing starts) is found beneath the phases: main's own code took a share of the run no training
+    run gave it. Normal runs' shares stay inside the training runs'."""
+    assert fitted["own_time"]["runs"] == 32 and fitted["own_time"]["functions"][MAIN]["max"] < 0.1
+    rng = random.Random(11)
+    for _ in range(10):
+        normal = check(fitted, _phases(10 + rng.randrange(21), 1 + rng.randrange(4), rng), _inputs(18, 2), None)
+        assert not any(c.departs for c in normal.comparisons if c.model == "own-time")
+    slowed = _phases(18, 2, rng)
+    slowed.own["P1"][MAIN] += 0.4  # on a run of about 1.6 s
+    verdict = check(fitted, slowed, _inputs(18, 2), None)
+    assert verdict.anomalous and not verdict.baseline_anomalous  # 0.4 s more is within the whole-run model's noise
+    own = [d for d in verdict.departures if d.model == "own-time"]
+    assert [(d.function, d.phase) for d in own] == [(MAIN, "P1")]
+    assert own[0].describe().startswith("P1 (parse): main (phased.py:20) ran its own code 0.")
+    assert "% of the run) against at most 8% in training" in own[0].describe()
+    assert json.loads(json.dumps(verdict.to_dict(), allow_nan=False))["departures"][0]["function"] == MAIN
+    brief = _phases(18, 2, rng)
+    brief.own["P1"][MAIN] += 0.1  # one epoch: below the time floor of two
+    assert not any(c.departs for c in check(fitted, brief, _inputs(18, 2), None).comparisons if c.model == "own-time")
+    stranger = _phases(18, 2, rng)
+    stranger.own["P2"]["spin (helper.py:1)"] = 0.5  # a function no training run ran
+    found = check(fitted, stranger, _inputs(18, 2), None)
+    assert any(d.function == "spin (helper.py:1)" and d.phase == "P2" for d in found.departures)
+
+
+def test_a_model_without_own_time_checks_the_phases_and_says_so(fitted):
+    import copy
+
+    model = copy.deepcopy(fitted)
+    del model["own_time"]
+    verdict = check(model, _phases(18, 2, random.Random(2)), _inputs(18, 2), None)
+    assert not any(c.model == "own-time" for c in verdict.comparisons)
+    assert any("no own-time summary" in note for note in verdict.notes)
 
 
 def test_a_small_difference_is_no_departure_however_sure_the_model_is(fitted):
@@ -276,7 +315,8 @@ def test_check_tells_a_normal_run_from_one_with_a_slowed_phase(campaign):
                                                                "MANTIS_INJECT_DELAY": "phased_steps:mix:0.01"})
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr
     first = next(line for line in slowed.stdout.splitlines() if line.startswith("  departs: "))
-    assert "recording 2: ANOMALOUS" in slowed.stdout and first.startswith("  departs: P2 (") and "crunch" in first
+    assert "recording 2: ANOMALOUS" in slowed.stdout and first.startswith("  departs: P2 (") and "crunch" in first, \
+        slowed.stdout
     again = _check(folder, "last", "--store", ".mantis/record.db", "--json")  # the recording, checked again
     assert json.loads(again.stdout)["anomalous"] is True
 

@@ -9,6 +9,7 @@ in which the program runs a stable set of functions with a stable distribution.
 * :mod:`.detect`: consecutive matching epochs grouped into phases, with a confidence rule so that one
   odd epoch is not a phase, and phases that recur labelled alike;
 * :mod:`.observe`: each phase's duration, CPU time, CPU use, peak RSS and IO from the recording;
+* :mod:`.own_time`: each function's own time (the innermost program frame of each sample), phase by phase;
 * :mod:`.training`: a campaign's sampled uninstrumented runs with their inputs and features;
 * :mod:`.model`: per-phase models (and whole-run ones) with their residual spreads, as JSON;
 * :mod:`.anomaly`: ``mantispy check``'s rule: which phase and resource of a run departs;

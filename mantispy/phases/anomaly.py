@@ -11,7 +11,14 @@ lasting a noticeable share of the run while the program waited (its samples stan
 a stall), departs too; a phase too rare in training to have models departs when it outlasts every
 training run. When the phases no model can judge (unseen ones in which the program computed, rare
 ones) hold a noticeable share of the run, the run's totals are judged by the whole-run models as well.
-The run is anomalous when anything departs; the verdict names the departure with the largest |z| first.
+Beneath the phases, each function's *own time* (:mod:`.own_time`: its own code and the library and C
+code it calls) is compared with the shares of the run the training runs gave it: a function departs
+when its share exceeds its median by ``k`` robust spreads *and* the largest share any training run gave
+it by ``own_margin`` of the run and by an epoch's worth of samples; the departure is named by the function and by
+the phase that holds most of its own time. This is where a phase slowed by redundant work shows, however
+its epochs are labelled.
+The run is anomalous when anything departs; the verdict names the departure with the largest |z| first,
+the phases' resources before own time.
 
 The whole-run baseline (the paper's comparison) applies the same rule to the run's totals only.
 """
@@ -24,6 +31,7 @@ from typing import Any
 
 from .model import estimate, meta_inputs, needs_features, whole_run
 from .observe import METRIC_WORDS, RunPhases
+from .own_time import run_shares, where
 
 MIB = 2.0**20
 IDLE_CPU_SHARE = 0.2  # a phase whose samples stand for less than this share of its time was waiting
@@ -41,6 +49,9 @@ class CheckOptions:
     min_io_mib: float = 1.0  # IO: and at least this many MiB
     new_phase_share: float = 0.10  # a phase the model never saw departs when it lasts this share of the run
     min_spread: float = 0.02  # a residual spread below this (2 %) counts as this
+    own_margin: float = 0.05  # own time: a function departs by at least this share of the run beyond its training maximum
+    min_own_spread: float = 0.01  # own time: a spread of shares below this (1 point of the run) counts as this
+    min_own_epochs: float = 1.0  # own time: and at least this many epochs' worth of samples beyond the training maximum
 
     def floor(self, metric: str, epoch_s: float) -> float:
         """The smallest absolute difference that can count as a departure for ``metric``."""
@@ -61,7 +72,21 @@ class Comparison:
     z: float
     departs: bool
     model: str = "phase"  # the estimate's source: phase, portable (no program features), whole-run, longest
-    #                       (the longest a rare phase lasted in training), none (a phase never seen)
+    #                       (the longest a rare phase lasted in training), none (a phase never seen), own-time
+    function: str = ""  # own-time comparisons: the function whose own code it measures
+    total: float = 0.0  # own-time comparisons: the run's own time in seconds (actual and expected are parts of it)
+
+    def departs_at(self, options: CheckOptions, epoch_s: float) -> bool:
+        """Whether this comparison departs under ``options`` (the check's rule, applied again: a benchmark
+        judges stored comparisons at other thresholds with it)."""
+        if not math.isfinite(self.z):  # a phase never seen, or a rare phase against its longest: k does not enter
+            return self.departs
+        difference = abs(self.actual - self.expected)
+        if self.model == "own-time":
+            return (self.z > options.k and self.actual - self.expected > options.own_margin * self.total
+                    and self.actual - self.expected > options.min_own_epochs * epoch_s)
+        return (abs(self.z) > options.k and difference > options.min_relative * self.expected
+                and difference > options.floor(self.metric, epoch_s))
 
     def describe(self) -> str:
         """One line: the phase, the resource, and how far it is from its estimate."""
@@ -71,6 +96,10 @@ class Comparison:
         if self.model == "longest":
             return (f"{self.phase} ({self.name}): a phase too rare to model lasted {_fmt(self.metric, self.actual)}, "
                     f"longer than any training run's {_fmt(self.metric, self.expected)}")
+        if self.model == "own-time":
+            share, most = self.actual / max(self.total, 1e-12), self.expected / max(self.total, 1e-12)
+            return (f"{self.phase} ({self.name}): {self.function} ran its own code {_fmt('cpu_s', self.actual)} "
+                    f"({share:.0%} of the run) against at most {most:.0%} in training (z {self.z:+.1f})")
         ratio = self.actual / self.expected if self.expected > 0 else math.inf
         return (f"{self.phase} ({self.name}): {word} {_fmt(self.metric, self.actual)} against "
                 f"{_fmt(self.metric, self.expected)} expected ({ratio:.2f}x, z {self.z:+.1f})")
@@ -122,10 +151,9 @@ def _compare(phase: str, name: str, metric: str, actual: float, fitted: dict[str
     spread = max(float(residuals["spread"]), options.min_spread)
     z = (math.log(actual / expected) - float(residuals["center"])) / spread
     centred = expected * math.exp(float(residuals["center"]))
-    difference = abs(actual - centred)
-    departs = (abs(z) > options.k and difference > options.min_relative * centred
-               and difference > options.floor(metric, epoch_s))
-    return Comparison(phase, name, metric, actual, centred, z, departs, which)
+    comparison = Comparison(phase, name, metric, actual, centred, z, False, which)
+    comparison.departs = comparison.departs_at(options, epoch_s)
+    return comparison
 
 
 def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], features: dict[str, float] | None,
@@ -170,18 +198,53 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
             found = _compare(label, names[label], metric, actual, fitted, given, epoch_s, options, features is not None)
             if found is not None:
                 comparisons.append(found)
+    own = model.get("own_time")
+    if own is None:
+        notes.append("the model has no own-time summary (fitted before mantispy had one): functions' own time "
+                     "was not judged; fit the model again")
+    else:
+        comparisons += own_time_comparisons(own, run, epoch_s, options)
     baseline = check_whole_run(model, run, inputs, options)
     uncovered = sum(measured[label]["wall_s"] for label in unjudged)
     if uncovered >= options.new_phase_share * total:  # time no phase model can judge is judged with the whole run
         notes.append(f"{', '.join(unjudged)} ({uncovered:.2f} s) had no phase model: the run's totals were judged "
                      "by the whole-run models too")
         comparisons += baseline
-    departures = sorted((c for c in comparisons if c.departs), key=lambda c: -abs(c.z))
+    # a phase's resources first: a CPU hog moves own time too (seen on sqlparse: under contention the in-process
+    # sampler's samples gather in code around C calls that let go of the GIL), and the resource says what
+    # happened; own time says where beneath
+    departures = sorted((c for c in comparisons if c.departs), key=lambda c: (c.model == "own-time", -abs(c.z)))
     if features is None and any(c.model == "portable" for c in comparisons):
         notes.append("no program features for this run: phases whose best model needs them used the model fitted "
                      "without them")
     return Verdict(bool(departures), departures, comparisons, any(c.departs for c in baseline), baseline,
                    inputs_from, notes)
+
+
+def own_time_comparisons(own: dict[str, Any], run: RunPhases, epoch_s: float,
+                         options: CheckOptions = CheckOptions()) -> list[Comparison]:  # noqa: B008 - frozen
+    """Each function's own time in ``run`` against the training runs' shares (``own``: the model's
+    ``own_time``); functions below the model's listing share in this run too are left out."""
+    shares = run_shares(run.own)
+    total = sum(seconds for functions in run.own.values() for seconds in functions.values())
+    if total <= 0 or not own.get("runs"):
+        return []
+    listed = float(own.get("listed", 0.0))
+    names = run.names()
+    out = []
+    for function, share in sorted(shares.items(), key=lambda item: -item[1]):
+        stats = own["functions"].get(function)
+        if stats is None:
+            if share < listed:
+                continue
+            stats = {"median": 0.0, "spread": 0.0, "max": listed}  # no training run gave it the listing share
+        z = (share - float(stats["median"])) / max(float(stats["spread"]), options.min_own_spread)
+        label = where(run.own, function) or "run"
+        comparison = Comparison(label, names.get(label, "the whole run"), "cpu_s", share * total,
+                                float(stats["max"]) * total, z, False, "own-time", function, total)
+        comparison.departs = comparison.departs_at(options, epoch_s)
+        out.append(comparison)
+    return out
 
 
 def check_whole_run(model: dict[str, Any], run: RunPhases, inputs: dict[str, float],

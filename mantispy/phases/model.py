@@ -19,12 +19,21 @@ Each model keeps the spread of its out-of-fold log residuals (median and 1.4826 
 deviation): the scale an anomaly check measures a departure in. A whole-run model of each metric (the
 baseline the paper compares with) is fitted the same way from the input descriptors.
 
+Beside the models, the training runs' *own time* (:mod:`.own_time`) is summarised per function: the
+share of a run each function spent in its own code, its median, robust spread and largest over the
+training runs (functions that never reached :data:`OWN_TIME_LISTED` of a run are left out: their
+largest share is below it).
+
 The artefact is JSON (:func:`save` / :func:`load`)::
 
     {"format": "mantispy-phase-model", "version": 1, "program": {...}, "options": {PhaseOptions},
      "known": [[label, {function: share}], ...], "phases": {label: {"name", "runs", "order",
      "metrics": {metric: {"model": MODEL, "portable": MODEL or absent, "residuals": {...}}}}},
-     "whole_run": {metric: {"model": MODEL, "residuals": {...}}}, "evaluation": {...}, "training": {...}}
+     "whole_run": {metric: {"model": MODEL, "residuals": {...}}},
+     "own_time": {"runs": N, "listed": 0.005, "functions": {function: {"median", "spread", "max"}}},
+     "evaluation": {...}, "training": {...}}
+
+(``own_time`` is absent from models written before it existed; a check then says it could not judge own time.)
 
 where MODEL is a ``mantispy fit`` model polynomial (:mod:`mantispy.modeling.evaluation` evaluates it).
 """
@@ -45,6 +54,7 @@ from mantispy.core.types import shown_key
 
 from .detect import Known, PhaseOptions
 from .observe import PHASE_METRICS, RunPhases
+from .own_time import run_shares
 
 PHASE_MODEL_FORMAT = "mantispy-phase-model"
 PHASE_MODEL_VERSION = 1
@@ -53,6 +63,7 @@ META_METRICS = ("wall_s", "cpu_s", "peak_rss_bytes")
 WHOLE_RUN_METRICS = ("wall_s", "cpu_s", "cpu_percent", "peak_rss_bytes")
 META_MIN_SPREAD = 0.10  # a meta-input whose training runs span less than this share of its median is noise
 IO_FLOOR_BYTES = 2.0**20  # a phase's IO is modelled when its training runs' median moves at least this much
+OWN_TIME_LISTED = 0.005  # a function is listed in the own-time model when some training run gave it this share
 
 
 class PhaseModelError(Exception):
@@ -335,10 +346,26 @@ def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, prog
         "rare": {label: {"name": names.get(label, label), "runs": counts[label], **_longest(runs, label)}
                  for label, _ in known if label not in labels},
         "whole_run": whole,
+        "own_time": own_time_summary(runs),
         "evaluation": evaluation,
         "training": {"runs": len(runs), "inputs": len(inputs_ids), "held_out_inputs": len(held),
                      "program_features": with_features, "options": {**asdict(options), "forms": [list(f) for f in options.forms]}},
     }
+
+
+def own_time_summary(runs: list[TrainingRun]) -> dict[str, Any]:
+    """Each function's share of a run in its own code over the training runs: median, robust spread
+    (1.4826 x MAD, a run without it counting 0) and largest, for functions some run gave at least
+    :data:`OWN_TIME_LISTED` of its time."""
+    shares = [run_shares(run.phases.own) for run in runs if run.phases.own]
+    listed = sorted({name for one in shares for name, share in one.items() if share >= OWN_TIME_LISTED})
+    functions: dict[str, dict[str, float]] = {}
+    for name in listed:
+        values = np.asarray([one.get(name, 0.0) for one in shares], dtype=float)
+        middle = float(np.median(values))
+        functions[name] = {"median": middle, "spread": float(1.4826 * np.median(np.abs(values - middle))),
+                           "max": float(values.max())}
+    return {"runs": len(shares), "listed": OWN_TIME_LISTED, "functions": functions}
 
 
 def _longest(runs: list[TrainingRun], label: str) -> dict[str, float]:
@@ -496,4 +523,19 @@ def model_problem_of(model: dict[str, Any]) -> str | None:
         problem = _fitted_problem(fitted, ("model",))
         if problem is not None:
             return f"field whole_run.{shown_key(metric)}: {problem}"
+    return _own_time_problem(model.get("own_time"))
+
+
+def _own_time_problem(own: Any) -> str | None:
+    if own is None:
+        return None
+    shape = "expected {\"runs\": count, \"listed\": share, \"functions\": {function: {\"median\", \"spread\", \"max\"}}}"
+    if (not isinstance(own, dict) or not isinstance(own.get("functions"), dict) or not _finite(own.get("listed"))
+            or not 0 <= own["listed"] <= 1 or not isinstance(own.get("runs"), int) or isinstance(own["runs"], bool)
+            or own["runs"] < 0):
+        return f"field own_time: {shape}"
+    for name, stats in own["functions"].items():
+        if not isinstance(stats, dict) or not all(_finite(stats.get(key)) and 0 <= stats[key] <= 1
+                                                  for key in ("median", "spread", "max")):
+            return f"field own_time.functions.{shown_key(name)}: expected {{\"median\", \"spread\", \"max\"}}, shares from 0 to 1"
     return None

@@ -1,9 +1,9 @@
 """What each phase of a recorded run measured: its duration, CPU time, CPU use, peak memory and IO.
 
-:func:`observe` finds a recording's phases (labels shared with other runs through ``known``) and reads
-each phase's resource use from the recording's time series; :class:`RunPhases` sums a run's phases by
-label (a phase that recurs counts once, with its occurrences added), which is what per-phase models fit
-and what anomaly checks compare.
+:func:`observe` finds a recording's phases (labels shared with other runs through ``known``), reads
+each phase's resource use from the recording's time series and its functions' own time from its
+samples; :class:`RunPhases` sums a run's phases by label (a phase that recurs counts once, with its
+occurrences added), which is what per-phase models fit and what anomaly checks compare.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from mantispy.sampling.types import Recording, Window
 
 from .detect import Known, PhaseOptions, detect
 from .epochs import epochs
+from .own_time import OwnTime, own_time
 
 PHASE_METRICS = ("wall_s", "cpu_s", "cpu_percent", "peak_rss_bytes", "io_bytes")
 """What is measured of each phase: seconds it lasted, CPU seconds its samples stand for (in cpu mode),
@@ -38,6 +39,7 @@ class RunPhases:
     epoch_s: float
     epochs: int
     phases: list[dict[str, Any]] = field(default_factory=list)
+    own: OwnTime = field(default_factory=dict)  # phase label -> {function -> seconds of its own code}
 
     def order(self) -> list[str]:
         """Phase labels in order of first appearance."""
@@ -84,7 +86,7 @@ def observe(store: RecordingStore, recording: Recording, options: PhaseOptions, 
                              "pass a shorter --epoch")
     rows = [{**phase.to_dict(options.min_share), **resources(store, recording, phase.start, phase.end)}
             for phase in detect(found, options, known)]
-    return RunPhases(recording, epoch, len(found), rows)
+    return RunPhases(recording, epoch, len(found), rows, own_time(store, recording, rows, options.include_library))
 
 
 def resources(store: RecordingStore, recording: Recording, start: float, end: float) -> dict[str, float | None]:
