@@ -160,6 +160,11 @@ def _fit(store_path: Path, campaign_name: str | None, options, fit_path: Path, a
                    f"{total['sum_of_phases']:.1%}, whole-run model {total['whole_run']:.1%}")
     elif not evaluation:
         click.echo("no held-out evaluation: fewer than 8 inputs")
+    own = fitted["own_time"]["functions"]
+    if own:
+        largest = max(own, key=lambda name: own[name]["median"])
+        click.echo(f"own time: {len(own)} function(s) with {fitted['own_time']['listed']:.1%} of a run or more; the "
+                   f"largest, {largest}, {own[largest]['median']:.0%} of a run (median; at most {own[largest]['max']:.0%})")
 
 
 def _is_phase_model(path: Path) -> bool:

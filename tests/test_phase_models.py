@@ -295,6 +295,9 @@ def test_phases_fit_reports_per_phase_and_total_errors(campaign):
     assert "load" in model["phases"]["P1"]["name"] and "crunch" in model["phases"]["P2"]["name"]
     assert model["program"]["sampling"]["interval"] == pytest.approx(0.1)
     assert "held-out error: wall_s" in text and "run duration, held-out median error" in text
+    assert "own time: " in text and model["own_time"]["runs"] == model["training"]["runs"]
+    assert max(model["own_time"]["functions"], key=lambda f: model["own_time"]["functions"][f]["median"]) \
+        .startswith("spin (phased_steps.py:")  # the phases' steps all spin: its own code is most of every run
     listed = subprocess.run([*CLI, "phases", "--campaign", "campaign.toml", "--store", "runs.db", "--json"], cwd=folder,
                             capture_output=True, text=True)
     assert listed.returncode == 0, listed.stderr
