@@ -211,8 +211,8 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
                      "by the whole-run models too")
         comparisons += baseline
     # a phase's resources first: a CPU hog moves own time too (seen on sqlparse: under contention the in-process
-    # sampler's samples gather in code around C calls that let go of the GIL), and the resource says what
-    # happened; own time says where beneath
+    # sampler's samples gathered in the workload's main), and the resource says what happened; own time says
+    # where beneath
     departures = sorted((c for c in comparisons if c.departs), key=lambda c: (c.model == "own-time", -abs(c.z)))
     if features is None and any(c.model == "portable" for c in comparisons):
         notes.append("no program features for this run: phases whose best model needs them used the model fitted "

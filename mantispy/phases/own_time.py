@@ -9,9 +9,9 @@ epochs end up with; :mod:`.anomaly` compares each function's share of the run wi
 model's training runs showed.
 
 A sample stands for the time since its thread's previous one. Where the sampler could not sample for a
-while (a long C call held the GIL; seen at the end of sqlparse runs, 0.1-0.4 s in one sample), the
-stack it then finds says little about where that time went, so a sample counts at most
-:data:`MAX_PERIODS` sampling periods of own time; the rest is nobody's.
+while (a long C call held the GIL, or the sampler's thread waited for it: 0.35-0.42 s during sqlparse's
+grouping on Python 3.11-3.13), the stack it then finds says little about where that time went, so a
+sample counts at most :data:`MAX_PERIODS` sampling periods of own time; the rest is nobody's.
 """
 
 from __future__ import annotations
