@@ -8,7 +8,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 LINT_STAMP := $(VENV)/.lint-stamp
 DEMO := demo-out
 
-.PHONY: demo test lint bench bench-quick bench-components bench-phases bench-monitor bench-dataflow bench-content clean
+.PHONY: demo test lint bench bench-quick bench-components bench-phases bench-monitor bench-dataflow bench-content stress-sampler clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,11 @@ bench-components: $(BENCH_STAMP)
 # Per-phase models and anomaly detection on sqlparse and pycparser (about 40 minutes; RESULTS.md).
 bench-phases: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_phases.py
+
+# Does the stack sampler crash the program it samples? A stress test per Python version (3.11 here, 3.12
+# and 3.13 from pyenv; about 5 minutes; RESULTS.md).
+stress-sampler: $(BENCH_STAMP)
+	$(PY) benchmarks/stress_sampler.py
 
 # The bytecode backend against the source backend and coverage.py's sysmon core (pyenv 3.12 / 3.13;
 # about 10 minutes; RESULTS.md with --write).

@@ -16,6 +16,23 @@ A thread whose stack changed since the previous tick moved on at some unknown mo
 interval: half the interval's weight goes to the stack it had, half to the stack it has (an unbiased
 split; charging all of it to the new stack would shift a function's last interval to its successor).
 
+Time a thread spent collecting garbage (``gc.callbacks`` time each collection on the collecting
+thread's clock) is split off the weight of its next sample and recorded under that sample's stack with
+one more frame, :data:`GC_FRAME` (``(garbage collection)`` in the file ``<gc>``): a gen-2 collection of a
+large heap holds the GIL for 0.1 s and more, and would otherwise be charged to whatever function the
+sampler found when it got the GIL back. While it samples, the interpreter's switch interval is at most
+:data:`SWITCH_S` (restored at exit): with the default 5 ms, the sampler's thread waited 0.35-0.42 s for
+the GIL while sqlparse's grouping ran (Python 3.11-3.13), and those stretches went unsampled.
+
+Both only from Python 3.12 (:data:`GC_SAFE`). On 3.11, Python code that runs inside a collection (the
+timing callback) while this thread walks the program's frames can crash the interpreter with a
+segmentation fault (CPython 3.11 can make frame objects for frames that are being set up or torn down):
+benchmarks/stress_sampler.py, a collection every few allocations, crashed 3.11.7 with the callback and
+never 3.12.1 or 3.13.0 (RESULTS.md, "Does the sampler crash the sampled program?"). So on 3.11 the sampler
+keeps the program's switch interval and adds no callback, and a collection goes to the function sampled
+next. A 3.11 program whose own collections run Python code (``__del__`` in reference cycles) and that
+lowers its switch interval far (20 us) crashed under the stress with or without the callback.
+
 No signal, timer or trace hook is used, so a program with its own ``SIGPROF``/``ITIMER_PROF`` handler, a
 profiler (``sys.setprofile``, ``sys.settrace``, ``sys.monitoring``) or coverage runs exactly as without
 the sampler; :func:`collisions` says which of them the program installed (they are recorded with the
@@ -32,6 +49,7 @@ fork) starts its own sampler and file; spawned Python processes start one throug
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
 import threading
@@ -43,6 +61,9 @@ ENV_MODE = "MANTIS_SAMPLE_MODE"
 MODES = ("cpu", "wall")
 MIN_RATE, MAX_RATE = 1.0, 1000.0
 FLUSH_S = 0.5
+SWITCH_S = 0.001  # the largest switch interval (seconds) while sampling: the sampler's thread gets the GIL in time
+GC_FRAME = "(garbage collection)\t<gc>\t0"  # the frame garbage collection is recorded under
+GC_SAFE = sys.version_info >= (3, 12)  # collections timed, switch interval lowered (see the module docstring)
 
 
 class Sampler:
@@ -57,6 +78,7 @@ class Sampler:
         self.flush_s = flush_s
         self.pid = os.getpid()
         self._stacks: dict[tuple, int] = {}
+        self._keys: list[tuple] = []  # stack id -> its key (code ids innermost first, or ("gc", stack id))
         self._new_stacks: dict[int, list[str]] = {}
         self._samples: list[list] = []
         self._cpu: dict[int, int] = {}
@@ -64,13 +86,25 @@ class Sampler:
         self._names: dict = {}  # id(code) -> its frame name
         self._kept: list = []  # the code objects whose ids are keys
         self._clocks: dict[int, int] = {}
+        self._gc_ns: dict[int, int] = {}  # thread -> nanoseconds it spent collecting garbage so far
+        self._gc_seen: dict[int, int] = {}  # thread -> its _gc_ns when it was last sampled
+        self._gc_started: dict[int, int] = {}
+        self._gc_stacks: dict[int, int] = {}  # stack id -> the id of that stack with GC_FRAME on top
+        self._clock = time.thread_time_ns if self.mode == "cpu" else time.perf_counter_ns
+        self._switch: float | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._path = os.path.join(directory, f"samples-{self.pid}.jsonl")
 
     def start(self) -> None:
-        """Start sampling in a daemon thread."""
+        """Start sampling in a daemon thread (from 3.12 timing garbage collections, the switch interval
+        lowered)."""
+        if GC_SAFE:  # first: at a collection's end the GIL may change hands in its callbacks
+            gc.callbacks.insert(0, self._on_gc)
+        if GC_SAFE and sys.getswitchinterval() > SWITCH_S:
+            self._switch = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_S)
         self._thread = threading.Thread(target=self._run, name="mantispy-sampler", daemon=True)
         self._thread.start()
 
@@ -80,7 +114,32 @@ class Sampler:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread() and thread.is_alive():
             thread.join(timeout=2)
+        self.detach()
         self.flush()
+
+    def detach(self) -> None:
+        """Stop timing garbage collections and give the program its switch interval back (unless it set
+        one of its own meanwhile)."""
+        try:
+            gc.callbacks.remove(self._on_gc)
+        except ValueError:
+            pass
+        if self._switch is not None and sys.getswitchinterval() == SWITCH_S:
+            sys.setswitchinterval(self._switch)
+        self._switch = None
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        """gc.callbacks: time each collection on the clock the weights are read from."""
+        try:
+            tid = threading.get_ident()
+            if phase == "start":
+                self._gc_started[tid] = self._clock()
+            else:
+                began = self._gc_started.pop(tid, None)
+                if began is not None:
+                    self._gc_ns[tid] = self._gc_ns.get(tid, 0) + self._clock() - began
+        except Exception:  # noqa: BLE001 - sampling must never break the program
+            pass
 
     def _run(self) -> None:
         period = 1.0 / self.rate
@@ -110,7 +169,11 @@ class Sampler:
         for tid, frame in frames.items():
             if tid == me:
                 continue
-            stack = self._stack_id(frame)
+            in_callback = frame.f_code is _ON_GC_CODE  # the GIL changed hands as a collection began or ended
+            program_frame = frame.f_back if in_callback else frame
+            if program_frame is None:
+                continue
+            stack = self._stack_id(program_frame)
             before = previous.get(tid)
             previous[tid] = stack
             if self.mode == "cpu":
@@ -119,6 +182,20 @@ class Sampler:
                     continue
             else:
                 weight = elapsed
+            collected = self._gc_ns.get(tid, 0)
+            pending = collected - self._gc_seen.get(tid, 0)
+            began = self._gc_started.get(tid) if in_callback else None
+            if began is not None:  # a collection just ended and its callback has not counted it yet: count it now
+                running = max(self._now(tid) - began, 0)
+                pending += running
+                collected += running
+            self._gc_seen[tid] = collected
+            gc_part = min(max(pending, 0) / 1e9, weight)
+            if gc_part > 0:
+                rows.append([stamp, tid, self._gc_stack_id(stack), gc_part])
+                weight -= gc_part
+                if weight <= 0:
+                    continue
             if before is None or before == stack:
                 rows.append([stamp, tid, stack, weight])
             else:  # the thread moved on somewhere inside the interval: half to where it was, half to where it is
@@ -128,6 +205,16 @@ class Sampler:
         if rows:
             with self._lock:
                 self._samples.extend(rows)
+
+    def _now(self, tid: int) -> int:
+        """Nanoseconds on the clock ``tid``'s garbage collections are timed with (its CPU clock in cpu mode)."""
+        if self.mode != "cpu":
+            return time.perf_counter_ns()
+        clock = self._clocks.get(tid)
+        try:
+            return time.clock_gettime_ns(clock) if clock is not None else 0
+        except OSError:
+            return 0
 
     def _cpu_delta(self, tid: int) -> float:
         clock = self._clocks.get(tid)
@@ -151,10 +238,22 @@ class Sampler:
         found = self._stacks.get(key)
         if found is None:
             found = self._stacks[key] = len(self._stacks)
+            self._keys.append(key)
             names = self._names
             self._new_stacks[found] = [names.get(id(code)) or names.setdefault(id(code), _frame_name(code))
                                        for code in reversed(codes)]
             self._kept.extend(codes)  # alive while their ids are keys
+        return found
+
+    def _gc_stack_id(self, stack: int) -> int:
+        """The id of ``stack`` with :data:`GC_FRAME` on top (interned like any stack)."""
+        found = self._gc_stacks.get(stack)
+        if found is None:
+            key = ("gc", stack)
+            found = self._gc_stacks[stack] = self._stacks[key] = len(self._stacks)
+            self._keys.append(key)
+            below = self._new_stacks.get(stack) or [self._names[code] for code in reversed(self._keys[stack])]
+            self._new_stacks[found] = [*below, GC_FRAME]
         return found
 
     def flush(self) -> None:
@@ -173,6 +272,9 @@ class Sampler:
                 handle.write(line + "\n")
         except OSError:  # the recording's folder is gone: the recorder ended
             pass
+
+
+_ON_GC_CODE = Sampler._on_gc.__code__
 
 
 def _frame_name(code) -> str:
@@ -255,6 +357,7 @@ def _restart_in_child() -> None:
     if not _ACTIVE:
         return
     parent = _ACTIVE.pop()
+    parent.detach()
     sampler = Sampler(parent.directory, parent.rate, parent.mode, parent.flush_s)
     sampler.start()
     _ACTIVE.append(sampler)

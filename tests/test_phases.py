@@ -141,8 +141,9 @@ def test_the_html_view_shows_the_phases_above_the_series(shares_recording, tmp_p
 
 def test_own_time_is_the_innermost_program_frame_per_phase_and_one_sample_counts_three_periods_at_most(tmp_path):
     """Own time (what anomaly checks compare beneath the phases): library and ``<...>`` frames are skipped,
-    samples go to the phase they fall in, and a sample that stands for a stretch the sampler could not
-    sample (0.4 s at 100 Hz) counts 30 ms to the function it found."""
+    samples go to the phase they fall in, a sample that stands for a stretch the sampler could not sample
+    (0.4 s at 100 Hz) counts 30 ms to the function it found, and the sampler's garbage-collection frame
+    is its own entry."""
     from mantispy.phases.epochs import library_prefixes
     from mantispy.phases.own_time import innermost_program_frame, own_time, run_shares, where
     from mantispy.sampling.types import Recording
@@ -150,18 +151,20 @@ def test_own_time_is_the_innermost_program_frame_per_phase_and_one_sample_counts
     app, lib = "/app/work.py", library_prefixes()[0] + "/json/encoder.py"
     stacks = {0: [f"<module>\t{app}\t1", f"main\t{app}\t5"],
               1: [f"<module>\t{app}\t1", f"main\t{app}\t5", f"parse\t{app}\t20", f"encode\t{lib}\t3"],
-              2: [f"<module>\t{app}\t1", f"main\t{app}\t5", "wrapper\t<injected delay>\t1"]}
+              2: [f"<module>\t{app}\t1", f"main\t{app}\t5", "wrapper\t<injected delay>\t1"],
+              3: [f"<module>\t{app}\t1", f"main\t{app}\t5", "(garbage collection)\t<gc>\t0"]}
     assert innermost_program_frame(tuple(Frame.parse(t) for t in stacks[2]), False, library_prefixes()).name == "main"
     with RecordingStore(tmp_path / "own.db") as store:
         rid = store.begin(Recording(0, ["work.py"], 1000.0, None, "recording", rate=100.0), 1)
         samples = [(1000.0 + 0.01 * n, 1, 1, 1, 0.01) for n in range(50)]  # parse (with the json it calls) 0.5 s
         samples += [(1000.5 + 0.01 * n, 1, 1, 2, 0.01) for n in range(20)]  # main's own code, hidden wrapper 0.2 s
         samples += [(1001.2, 1, 1, 0, 0.4)]  # one sample after 0.4 s unsampled
+        samples += [(1001.25, 1, 1, 3, 0.05)]  # a collection the sampler timed
         store.add_batch(rid, stacks, samples, [])
         recording = store.recording(rid)
         rows = [{"label": "P1", "start": 0.0, "end": 0.5}, {"label": "P2", "start": 0.5, "end": 1.3}]
         own = own_time(store, recording, rows, include_library=False)
     assert own["P1"] == {"parse (work.py:20)": pytest.approx(0.5)}
-    assert own["P2"] == {"main (work.py:5)": pytest.approx(0.2 + 0.03)}
+    assert own["P2"] == {"main (work.py:5)": pytest.approx(0.2 + 0.03), "(garbage collection)": pytest.approx(0.03)}
     assert where(own, "main (work.py:5)") == "P2" and where(own, "gone (work.py:9)") is None
-    assert run_shares(own)["parse (work.py:20)"] == pytest.approx(0.5 / 0.73)
+    assert run_shares(own)["parse (work.py:20)"] == pytest.approx(0.5 / 0.76)

@@ -8,9 +8,11 @@ library call of it that becomes slow, shows as more own time of that function wh
 epochs end up with; :mod:`.anomaly` compares each function's share of the run with the shares the
 model's training runs showed.
 
+Time the sampler saw collecting garbage (its ``<gc>`` frame, :mod:`mantispy.runtime.sampler`) counts as
+the own time of :data:`GARBAGE_COLLECTION`, not of the function that happened to allocate.
+
 A sample stands for the time since its thread's previous one. Where the sampler could not sample for a
-while (a long C call held the GIL, or the sampler's thread waited for it: 0.35-0.42 s during sqlparse's
-grouping on Python 3.11-3.13), the stack it then finds says little about where that time went, so a
+while (a long C call held the GIL), the stack it then finds says little about where that time went, so a
 sample counts at most :data:`MAX_PERIODS` sampling periods of own time; the rest is nobody's.
 """
 
@@ -26,6 +28,7 @@ from mantispy.sampling.types import Frame, Recording
 from .epochs import library_prefixes, program_frames
 
 MAX_PERIODS = 3.0  # the most own time one sample counts, in sampling periods
+GARBAGE_COLLECTION = "(garbage collection)"  # the own-time label of the time the sampler saw collecting garbage
 OwnTime = dict[str, dict[str, float]]
 """Phase label -> {function label (``name (file:line)``) -> seconds of own time in that phase}."""
 
@@ -51,8 +54,12 @@ def own_time(store: RecordingStore, recording: Recording, rows: list[dict[str, A
     out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for sample in store.samples(recording):
         if sample.stack not in inner:
-            frame = innermost_program_frame(frames.get(sample.stack, ()), include_library, prefixes)
-            inner[sample.stack] = None if frame is None else frame.label()
+            stack = frames.get(sample.stack, ())
+            if stack and stack[-1].file == "<gc>":  # the sampler's garbage-collection frame: nobody's own code
+                inner[sample.stack] = GARBAGE_COLLECTION
+            else:
+                frame = innermost_program_frame(stack, include_library, prefixes)
+                inner[sample.stack] = None if frame is None else frame.label()
         function = inner[sample.stack]
         if function is None or sample.weight <= 0:
             continue

@@ -23,8 +23,11 @@ class Frame:
         return cls(name, file, int(line) if line.isdigit() else 0)
 
     def label(self) -> str:
-        """``name (file:line)``, the short form flame graphs show."""
-        return f"{self.name} ({self.file.rsplit('/', 1)[-1]}:{self.line})" if self.file else self.name
+        """``name (file:line)``, the short form flame graphs show (the name alone for a frame of no file,
+        such as the sampler's ``(garbage collection)`` in ``<gc>``)."""
+        if not self.file or (self.file.startswith("<") and not self.line):
+            return self.name
+        return f"{self.name} ({self.file.rsplit('/', 1)[-1]}:{self.line})"
 
 
 @dataclass
