@@ -374,3 +374,18 @@ def test_from_3_12_the_sampler_times_collections_and_lowers_the_switch_interval_
     assert sys.getswitchinterval() == before and gc.callbacks == callbacks
 
 
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12"])
+def test_a_segmentation_fault_on_3_11_says_what_the_sampler_may_have_to_do_with_it(tmp_path, version):
+    """On Python 3.11 the built-in sampler can crash a program (README, Limits): a recording whose 3.11
+    program died of SIGSEGV says so and how to record it instead; on 3.12 it does not."""
+    from mantispy.sampling.recorder import SEGFAULT_NOTE
+    from tests.test_python_versions import interpreter
+
+    python = sys.executable if version == f"{sys.version_info.major}.{sys.version_info.minor}" else interpreter(version)
+    if python is None:
+        pytest.skip(f"no CPython {version} under pyenv on this machine")
+    _, result = _record(tmp_path, "crashes.py", python=python)
+    assert result.recording.returncode == -signal.SIGSEGV
+    assert (SEGFAULT_NOTE in result.recording.notes) == (version == "3.11")

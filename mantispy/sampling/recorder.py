@@ -98,6 +98,22 @@ def store_sampled_run(store: RecordingStore, run_id: int, command: list[str], sa
     return rid
 
 
+SEGFAULT_NOTE = ("the program died of a segmentation fault: on Python 3.11 the built-in sampler can cause one "
+                 "when the program's garbage collections run Python code (__del__ in reference cycles) and it "
+                 "switches threads often (README, Limits); record it again with --sampler py-spy, or on Python 3.12+")
+"""The note a recording gets when its Python 3.11 program died of SIGSEGV under the built-in sampler."""
+
+
+def _python_minor(python: str) -> tuple[int, int] | None:
+    """(major, minor) of the interpreter ``python``, or None if it cannot say."""
+    try:
+        said = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                              text=True, timeout=30).stdout.split()
+        return (int(said[0]), int(said[1])) if len(said) == 2 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
 def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
            store: RecordingStore | None = None) -> RecordResult:
     """Run and record the program; returns what was stored (the program's status is in the recording)."""
@@ -168,6 +184,8 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
             except subprocess.TimeoutExpired:
                 pass
         returncode = proc.returncode
+        if spy is None and returncode == -signal.SIGSEGV and _python_minor(argv[0]) == (3, 11):
+            notes.append(SEGFAULT_NOTE)
         if spy is not None:
             try:
                 spy.wait(timeout=60)
