@@ -30,8 +30,9 @@ segmentation fault (CPython 3.11 can make frame objects for frames that are bein
 benchmarks/stress_sampler.py, a collection every few allocations, crashed 3.11.7 with the callback and
 never 3.12.1 or 3.13.0 (RESULTS.md, "Does the sampler crash the sampled program?"). So on 3.11 the sampler
 keeps the program's switch interval and adds no callback, and a collection goes to the function sampled
-next. A 3.11 program whose own collections run Python code (``__del__`` in reference cycles) and that
-lowers its switch interval far (20 us) crashed under the stress with or without the callback.
+next. And on 3.11 no automatic collection starts while the sampler reads the frames
+(:class:`_collections_held`): a collection that ran ``__del__`` methods in the program's thread while the
+sampler held its frame objects crashed the same stress when the program switched threads every 20 us.
 
 No signal, timer or trace hook is used, so a program with its own ``SIGPROF``/``ITIMER_PROF`` handler, a
 profiler (``sys.setprofile``, ``sys.settrace``, ``sys.monitoring``) or coverage runs exactly as without
@@ -161,7 +162,15 @@ class Sampler:
                 last_flush = now
 
     def sample(self, me: int, elapsed: float) -> None:
-        """Record one sample of every thread but ``me`` (``elapsed``: wall seconds since the last tick)."""
+        """Record one sample of every thread but ``me`` (``elapsed``: wall seconds since the last tick). On
+        Python 3.11 no automatic collection starts while the frames are read (see :func:`_collections_held`)."""
+        if GC_SAFE:
+            self._sample(me, elapsed)
+            return
+        with _collections_held():
+            self._sample(me, elapsed)
+
+    def _sample(self, me: int, elapsed: float) -> None:
         stamp = time.time()
         frames = sys._current_frames()
         rows = []
@@ -275,6 +284,24 @@ class Sampler:
 
 
 _ON_GC_CODE = Sampler._on_gc.__code__
+
+
+class _collections_held:
+    """No automatic garbage collection starts inside the block (the first threshold is 0 there), and the
+    program's thresholds come back at its end unless the program set others meanwhile. For Python 3.11:
+    when the GIL changes hands while the sampler holds the program's frame objects, a collection in the
+    program's thread that runs ``__del__`` methods can crash the interpreter (benchmarks/stress_sampler.py).
+    ``gc.disable`` is not used: a program that disables collection meanwhile would find it enabled again."""
+
+    def __enter__(self) -> None:
+        self._saved = gc.get_threshold()
+        self._held = (0, *self._saved[1:]) if self._saved[0] else None
+        if self._held is not None:
+            gc.set_threshold(*self._held)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._held is not None and gc.get_threshold() == self._held:
+            gc.set_threshold(*self._saved)
 
 
 def _frame_name(code) -> str:

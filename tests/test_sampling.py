@@ -389,3 +389,32 @@ def test_a_segmentation_fault_on_3_11_says_what_the_sampler_may_have_to_do_with_
     _, result = _record(tmp_path, "crashes.py", python=python)
     assert result.recording.returncode == -signal.SIGSEGV
     assert (SEGFAULT_NOTE in result.recording.notes) == (version == "3.11")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="what Python 3.11 needs: 3.12+ reads frames safely")
+def test_on_3_11_no_collection_starts_while_the_sampler_reads_frames_and_the_programs_thresholds_stay(tmp_path, monkeypatch):
+    """On 3.11 a collection running __del__ in the program's thread while the sampler holds its frame
+    objects crashed the interpreter (benchmarks/stress_sampler.py at a 20 us switch interval: 4 of 6 runs).
+    While the sampler reads frames the first threshold is 0 (no automatic collection); the program's
+    thresholds come back after, and a program that sets its own meanwhile keeps them."""
+    import gc
+
+    from mantispy.runtime import sampler as module
+
+    seen: list[tuple] = []
+    sampler = module.Sampler(str(tmp_path), 100.0)
+    monkeypatch.setattr(sys, "_current_frames", lambda: seen.append(gc.get_threshold()) or {})
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        sampler.sample(-1, 0.01)
+        assert seen == [(0, 10, 10)] and gc.get_threshold() == (700, 10, 10)
+        monkeypatch.setattr(sys, "_current_frames", lambda: gc.set_threshold(50, 5, 5) or {})  # the program's own
+        sampler.sample(-1, 0.01)
+        assert gc.get_threshold() == (50, 5, 5)
+        monkeypatch.setattr(sys, "_current_frames", lambda: seen.append(gc.get_threshold()) or {})
+        gc.set_threshold(0, 10, 10)  # a program that turned automatic collection off keeps it off
+        sampler.sample(-1, 0.01)
+        assert gc.get_threshold() == (0, 10, 10)
+    finally:
+        gc.set_threshold(*before)

@@ -98,9 +98,9 @@ def store_sampled_run(store: RecordingStore, run_id: int, command: list[str], sa
     return rid
 
 
-SEGFAULT_NOTE = ("the program died of a segmentation fault: on Python 3.11 the built-in sampler can cause one "
-                 "when the program's garbage collections run Python code (__del__ in reference cycles) and it "
-                 "switches threads often (README, Limits); record it again with --sampler py-spy, or on Python 3.12+")
+SEGFAULT_NOTE = ("the program died of a segmentation fault: on Python 3.11 an in-process sampler that reads the "
+                 "program's frames has caused such crashes where collections run Python code (__del__ in "
+                 "reference cycles; README, Limits); record it again with --sampler py-spy, or on Python 3.12+")
 """The note a recording gets when its Python 3.11 program died of SIGSEGV under the built-in sampler."""
 
 
