@@ -12,8 +12,10 @@ Time the sampler saw collecting garbage (its ``<gc>`` frame, :mod:`mantispy.runt
 the own time of :data:`GARBAGE_COLLECTION`, not of the function that happened to allocate.
 
 A sample stands for the time since its thread's previous one. Where the sampler could not sample for a
-while (a long C call held the GIL), the stack it then finds says little about where that time went, so a
-sample counts at most :data:`MAX_PERIODS` sampling periods of own time; the rest is nobody's.
+while (a long C call held the GIL, or, on Python 3.11, where it keeps the program's 5 ms switch interval,
+its thread waited for the GIL: 0.35-0.42 s during sqlparse's grouping), the stack it then finds says
+little about where that time went, so a sample counts at most :data:`MAX_PERIODS` sampling periods of own
+time; the rest is nobody's.
 """
 
 from __future__ import annotations
