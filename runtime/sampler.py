@@ -110,12 +110,13 @@ class Sampler:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop sampling and write what is left (called at exit)."""
+        """Stop sampling and write what is left (called at exit). Collections stop being timed first: one
+        while this waits for the sampler's thread is the sampler's exit, not the program's."""
+        self.detach()
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread() and thread.is_alive():
             thread.join(timeout=2)
-        self.detach()
         self.flush()
 
     def detach(self) -> None:

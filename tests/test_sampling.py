@@ -418,3 +418,31 @@ def test_on_3_11_no_collection_starts_while_the_sampler_reads_frames_and_the_pro
         assert gc.get_threshold() == (0, 10, 10)
     finally:
         gc.set_threshold(*before)
+
+
+def test_stopping_the_sampler_stops_timing_collections_before_it_waits_for_its_thread(tmp_path):
+    """A collection while stop() waits for the sampler's thread was recorded, beneath the sampler's own exit
+    (`_stop_all`, `Sampler.stop`, threading's join), as the program's garbage collection (seen once in a
+    fresh clone's suite on 3.12)."""
+    import gc
+
+    from mantispy.runtime.sampler import Sampler
+
+    sampler = Sampler(str(tmp_path), 100.0)
+    gc.callbacks.insert(0, sampler._on_gc)  # as start() does from 3.12; no sampling thread runs here
+    timed_while_joining: list[bool] = []
+
+    class Thread:
+        def is_alive(self):
+            return True
+
+        def join(self, timeout=None):
+            timed_while_joining.append(sampler._on_gc in gc.callbacks)
+
+    sampler._thread = Thread()
+    try:
+        sampler.stop()
+    finally:
+        if sampler._on_gc in gc.callbacks:
+            gc.callbacks.remove(sampler._on_gc)
+    assert timed_while_joining == [False]
