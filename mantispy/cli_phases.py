@@ -185,8 +185,8 @@ def _is_phase_model(path: Path) -> bool:
 @click.option("--min-relative", type=click.FloatRange(0, 10), default=0.10, show_default=True,
               help="A departure must also be at least this share of the estimate.")
 @click.option("--own-margin", type=click.FloatRange(0, 1), default=0.05, show_default=True,
-              help="A function's own time departs when its share of the run exceeds the largest any training run "
-                   "gave it by this much (and its median by --k spreads).")
+              help="A function's own time departs when it exceeds the most the training runs' fit allows for a run "
+                   "this long by this share of the run (and the fitted line by --k spreads).")
 @click.option("--fail-on-anomaly", is_flag=True, help="Exit with status 1 when the run is anomalous (for CI).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k: float, min_relative: float,
@@ -198,8 +198,8 @@ def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k:
     mantispy check --model FILE -- SCRIPT|-m MODULE ARGS...   record the program now, then check it
 
     Every phase's duration, CPU time, CPU use, peak memory and IO is compared with the model's estimate for
-    the run's input; beneath the phases, each function's own time is compared with the shares of the run
-    the training runs gave it; a whole-run threshold baseline is shown beside. Exit status 0 (1 with
+    the run's input; beneath the phases, each function's own time is compared with what the training runs
+    gave it in runs of this length; a whole-run threshold baseline is shown beside. Exit status 0 (1 with
     --fail-on-anomaly when the run is anomalous). A program run by check writes its own output first.
     """
     from mantispy.phases import model as phase_model

@@ -21,8 +21,12 @@ baseline the paper compares with) is fitted the same way from the input descript
 
 Beside the models, the training runs' *own time* (:mod:`.own_time`) is summarised per function: the
 share of a run each function spent in its own code, its median, robust spread and largest over the
-training runs (functions that never reached :data:`OWN_TIME_LISTED` of a run are left out: their
-largest share is below it).
+training runs, and the function's own seconds fitted against the run's (``fit``: a Theil-Sen line
+``intercept + slope x run's own time``, the robust spread of its residuals and the largest residual, in
+seconds). The fit is what a check compares with: a function with a fixed cost (argument parsing, a
+setup) takes a large share of a short run and a small one of a long run, so a share that no training
+run exceeded can hide seconds of extra work in a long run. Functions that never reached
+:data:`OWN_TIME_LISTED` of a run are left out (their largest share is below it).
 
 The artefact is JSON (:func:`save` / :func:`load`)::
 
@@ -30,10 +34,12 @@ The artefact is JSON (:func:`save` / :func:`load`)::
      "known": [[label, {function: share}], ...], "phases": {label: {"name", "runs", "order",
      "metrics": {metric: {"model": MODEL, "portable": MODEL or absent, "residuals": {...}}}}},
      "whole_run": {metric: {"model": MODEL, "residuals": {...}}},
-     "own_time": {"runs": N, "listed": 0.005, "functions": {function: {"median", "spread", "max"}}},
+     "own_time": {"runs": N, "listed": 0.005, "functions": {function: {"median", "spread", "max",
+                  "fit": {"intercept", "slope", "spread", "max_residual"}}}},
      "evaluation": {...}, "training": {...}}
 
-(``own_time`` is absent from models written before it existed; a check then says it could not judge own time.)
+(``own_time`` is absent from models written before it existed; a check then says it could not judge own time.
+A function without ``fit``, from a model written before fits, is judged by its shares.)
 
 where MODEL is a ``mantispy fit`` model polynomial (:mod:`mantispy.modeling.evaluation` evaluates it).
 """
@@ -64,6 +70,7 @@ WHOLE_RUN_METRICS = ("wall_s", "cpu_s", "cpu_percent", "peak_rss_bytes")
 META_MIN_SPREAD = 0.10  # a meta-input whose training runs span less than this share of its median is noise
 IO_FLOOR_BYTES = 2.0**20  # a phase's IO is modelled when its training runs' median moves at least this much
 OWN_TIME_LISTED = 0.005  # a function is listed in the own-time model when some training run gave it this share
+OWN_TIME_FIT = ("intercept", "slope", "spread", "max_residual")  # the fields of a function's own-time fit
 
 
 class PhaseModelError(Exception):
@@ -355,17 +362,49 @@ def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, prog
 
 def own_time_summary(runs: list[TrainingRun]) -> dict[str, Any]:
     """Each function's share of a run in its own code over the training runs: median, robust spread
-    (1.4826 x MAD, a run without it counting 0) and largest, for functions some run gave at least
-    :data:`OWN_TIME_LISTED` of its time."""
-    shares = [run_shares(run.phases.own) for run in runs if run.phases.own]
+    (1.4826 x MAD, a run without it counting 0) and largest, and its own seconds fitted against the run's
+    (:func:`own_time_fit`), for functions some run gave at least :data:`OWN_TIME_LISTED` of its time."""
+    owned = [run.phases.own for run in runs if run.phases.own]
+    seconds = [_function_seconds(own) for own in owned]
+    totals = np.asarray([sum(one.values()) for one in seconds], dtype=float)
+    shares = [run_shares(own) for own in owned]
     listed = sorted({name for one in shares for name, share in one.items() if share >= OWN_TIME_LISTED})
-    functions: dict[str, dict[str, float]] = {}
+    functions: dict[str, dict[str, Any]] = {}
     for name in listed:
         values = np.asarray([one.get(name, 0.0) for one in shares], dtype=float)
         middle = float(np.median(values))
         functions[name] = {"median": middle, "spread": float(1.4826 * np.median(np.abs(values - middle))),
-                           "max": float(values.max())}
+                           "max": float(values.max()),
+                           "fit": own_time_fit(totals, np.asarray([one.get(name, 0.0) for one in seconds], dtype=float))}
     return {"runs": len(shares), "listed": OWN_TIME_LISTED, "functions": functions}
+
+
+def own_time_fit(totals: np.ndarray, seconds: np.ndarray) -> dict[str, float]:
+    """A function's own seconds against its runs' own time: the Theil-Sen line (the median of pairwise
+    slopes, robust to a run or two whose samples went astray), the robust spread of its residuals
+    (1.4826 x MAD) and the largest residual, in seconds. Runs all of one length (or fewer than three)
+    give a flat line at the median."""
+    if len(totals) < 3 or float(np.ptp(totals)) <= 0:
+        slope, intercept = 0.0, float(np.median(seconds)) if len(seconds) else 0.0
+    else:
+        from scipy.stats import theilslopes
+
+        fitted = theilslopes(seconds, totals)
+        slope, intercept = float(fitted[0]), float(fitted[1])
+    residuals = seconds - (intercept + slope * totals)
+    middle = float(np.median(residuals)) if len(residuals) else 0.0
+    return {"intercept": intercept, "slope": slope,
+            "spread": float(1.4826 * np.median(np.abs(residuals - middle))) if len(residuals) else 0.0,
+            "max_residual": float(residuals.max()) if len(residuals) else 0.0}
+
+
+def _function_seconds(own: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Function -> its own seconds over every phase of a run."""
+    totals: dict[str, float] = {}
+    for functions in own.values():
+        for function, seconds in functions.items():
+            totals[function] = totals.get(function, 0.0) + seconds
+    return totals
 
 
 def _longest(runs: list[TrainingRun], label: str) -> dict[str, float]:
@@ -538,4 +577,9 @@ def _own_time_problem(own: Any) -> str | None:
         if not isinstance(stats, dict) or not all(_finite(stats.get(key)) and 0 <= stats[key] <= 1
                                                   for key in ("median", "spread", "max")):
             return f"field own_time.functions.{shown_key(name)}: expected {{\"median\", \"spread\", \"max\"}}, shares from 0 to 1"
+        fit = stats.get("fit")
+        if fit is not None and (not isinstance(fit, dict) or not all(_finite(fit.get(key)) for key in OWN_TIME_FIT)
+                                or fit["spread"] < 0):
+            return (f"field own_time.functions.{shown_key(name)}.fit: expected {{\"intercept\", \"slope\", \"spread\", "
+                    "\"max_residual\"}, seconds (spread not negative)")
     return None
