@@ -338,3 +338,30 @@ def test_multiline_and_unsafe_attribute_values_are_recorded_without_moving_lines
     assert instrumented.features["prog.py:A:value:self.total#1"] == 9
     assert instrumented.features["prog.py:A:value:self.gen#1"] == 3
     assert instrumented.features["prog.py:A:value:self.label#1"] == 5
+
+
+def test_a_loop_whose_body_starts_with_an_if_never_takes_the_truth_of_its_targets(tmp_path):
+    """The loop targets' records ride on the first ``if`` of the body as always-true operands; a value whose
+    truth raises (as a numpy array's does) or has side effects must be recorded without it being asked."""
+    equivalent(
+        """
+        asked = []
+        class Loud:
+            def __init__(self, n):
+                self.n = n
+            def __bool__(self):
+                asked.append(self.n)
+                raise ValueError("the truth of a Loud is ambiguous")
+        total = 0
+        for item in [Loud(1), Loud(2), Loud(3)]:
+            if item.n > 1:
+                total += item.n
+        for left, right in [(Loud(4), Loud(5)), (Loud(6), Loud(7))]:
+            if left.n % 2 == 0:
+                total += right.n
+        print(total, asked)
+        """,
+        tmp_path,
+    )
+    source = "for item in items:\n    if item:\n        pass\n"
+    assert ", 1)[-1]" not in instrument_source(source, "m.py").code
