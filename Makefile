@@ -8,7 +8,7 @@ BENCH_STAMP := $(VENV)/.bench-stamp
 LINT_STAMP := $(VENV)/.lint-stamp
 DEMO := demo-out
 
-.PHONY: demo test lint bench bench-quick bench-components bench-phases bench-monitor bench-dataflow bench-content stress-sampler clean
+.PHONY: demo test lint bench bench-quick bench-components bench-splits bench-phases bench-monitor bench-dataflow bench-content stress-sampler clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,9 @@ bench-components: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_warm_evaluator.py
 
 # Per-phase models and anomaly detection on sqlparse and pycparser (about 40 minutes; RESULTS.md).
+bench-splits: $(BENCH_STAMP)
+	$(PY) benchmarks/bench_splits.py
+
 bench-phases: $(BENCH_STAMP)
 	$(PY) benchmarks/bench_phases.py
 
