@@ -29,7 +29,7 @@ from scipy import stats
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from results import machine_fingerprint, write_section  # noqa: E402
+from results import publish  # noqa: E402
 
 from mantispy.content.stage import chosen_columns  # noqa: E402
 from mantispy.content.types import read_table  # noqa: E402
@@ -121,10 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = [f"{np.mean(by_metric[m]):.0%} ({np.std(by_metric[m]):.0%})" for m in METRICS]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {pooled.mean():.0%} ({pooled.std():.0%}) | "
                      f"{np.mean((pooled >= 0.75) & (pooled <= 0.85)):.0%} |")
-    print("\n".join(lines))
-    if not args.no_write:
-        write_section("bench_intervals", "Prediction intervals across train/test splits (issue 17)",
-                      machine_fingerprint(), lines)
+    publish("bench_intervals", "Prediction intervals across train/test splits (issue 17)", lines,
+            write=not args.no_write)
     return 0
 
 

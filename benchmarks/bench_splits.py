@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from results import machine_fingerprint, write_section  # noqa: E402
+from results import publish  # noqa: E402
 
 from mantispy.content.stage import chosen_columns  # noqa: E402
 from mantispy.content.types import read_table  # noqa: E402
@@ -125,10 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *lines,
     ]
-    print("\n".join(header))
-    if not args.no_write:
-        write_section("bench_splits", "The model against the black box over train/test splits (issue 17)",
-                      machine_fingerprint(), header)
+    publish("bench_splits", "The model against the black box over train/test splits (issue 17)", header,
+            write=not args.no_write)
     return 0
 
 

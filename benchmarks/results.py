@@ -44,3 +44,10 @@ def write_section(name: str, title: str, fingerprint: str, lines: list[str]) -> 
     else:
         text = text.rstrip("\n") + "\n\n" + body + "\n"
     RESULTS.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+
+
+def publish(name: str, title: str, lines: list[str], write: bool) -> None:
+    """Print a benchmark's section, and write it to RESULTS.md (:func:`write_section`) unless ``write`` is false."""
+    print("\n".join(lines))
+    if write:
+        write_section(name, title, machine_fingerprint(), lines)
