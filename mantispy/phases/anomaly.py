@@ -52,10 +52,10 @@ class CheckOptions:
     min_io_mib: float = 1.0  # IO: and at least this many MiB
     new_phase_share: float = 0.10  # a phase the model never saw departs when it lasts this share of the run
     min_spread: float = 0.02  # a residual spread below this (2 %) counts as this
-    own_margin: float = 0.05  # own time: a function departs by at least this share of the run beyond its training maximum
+    own_margin: float = 0.05  # own time: a function departs by at least this share of the run beyond what training allows
     min_own_spread: float = 0.01  # own time: a spread below this share of the run (1 point) counts as this
     min_own_spread_s: float = 0.02  # own time: and a spread below this many seconds counts as this
-    min_own_epochs: float = 1.0  # own time: and at least this many epochs' worth of samples beyond the training maximum
+    min_own_epochs: float = 1.0  # own time: and at least this many epochs' worth of samples beyond what training allows
 
     def floor(self, metric: str, epoch_s: float) -> float:
         """The smallest absolute difference that can count as a departure for ``metric``."""

@@ -60,7 +60,7 @@ from mantispy.core.types import shown_key
 
 from .detect import Known, PhaseOptions
 from .observe import PHASE_METRICS, RunPhases
-from .own_time import run_shares
+from .own_time import run_seconds
 
 PHASE_MODEL_FORMAT = "mantispy-phase-model"
 PHASE_MODEL_VERSION = 1
@@ -364,10 +364,9 @@ def own_time_summary(runs: list[TrainingRun]) -> dict[str, Any]:
     """Each function's share of a run in its own code over the training runs: median, robust spread
     (1.4826 x MAD, a run without it counting 0) and largest, and its own seconds fitted against the run's
     (:func:`own_time_fit`), for functions some run gave at least :data:`OWN_TIME_LISTED` of its time."""
-    owned = [run.phases.own for run in runs if run.phases.own]
-    seconds = [_function_seconds(own) for own in owned]
+    seconds = [run_seconds(run.phases.own) for run in runs if run.phases.own]
     totals = np.asarray([sum(one.values()) for one in seconds], dtype=float)
-    shares = [run_shares(own) for own in owned]
+    shares = [{name: value / total for name, value in one.items()} for one, total in zip(seconds, totals) if total > 0]
     listed = sorted({name for one in shares for name, share in one.items() if share >= OWN_TIME_LISTED})
     functions: dict[str, dict[str, Any]] = {}
     for name in listed:
@@ -383,28 +382,18 @@ def own_time_fit(totals: np.ndarray, seconds: np.ndarray) -> dict[str, float]:
     """A function's own seconds against its runs' own time: the Theil-Sen line (the median of pairwise
     slopes, robust to a run or two whose samples went astray), the robust spread of its residuals
     (1.4826 x MAD) and the largest residual, in seconds. Runs all of one length (or fewer than three)
-    give a flat line at the median."""
+    give a flat line at the median (at least one run)."""
     if len(totals) < 3 or float(np.ptp(totals)) <= 0:
-        slope, intercept = 0.0, float(np.median(seconds)) if len(seconds) else 0.0
+        slope, intercept = 0.0, float(np.median(seconds))
     else:
         from scipy.stats import theilslopes
 
         fitted = theilslopes(seconds, totals)
         slope, intercept = float(fitted[0]), float(fitted[1])
     residuals = seconds - (intercept + slope * totals)
-    middle = float(np.median(residuals)) if len(residuals) else 0.0
     return {"intercept": intercept, "slope": slope,
-            "spread": float(1.4826 * np.median(np.abs(residuals - middle))) if len(residuals) else 0.0,
-            "max_residual": float(residuals.max()) if len(residuals) else 0.0}
-
-
-def _function_seconds(own: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Function -> its own seconds over every phase of a run."""
-    totals: dict[str, float] = {}
-    for functions in own.values():
-        for function, seconds in functions.items():
-            totals[function] = totals.get(function, 0.0) + seconds
-    return totals
+            "spread": float(1.4826 * np.median(np.abs(residuals - np.median(residuals)))),
+            "max_residual": float(residuals.max())}
 
 
 def _longest(runs: list[TrainingRun], label: str) -> dict[str, float]:

@@ -70,12 +70,18 @@ def own_time(store: RecordingStore, recording: Recording, rows: list[dict[str, A
     return {label: dict(functions) for label, functions in out.items()}
 
 
-def run_shares(own: OwnTime) -> dict[str, float]:
-    """Function -> its share of the run's own time over every phase (the shares sum to 1)."""
+def run_seconds(own: OwnTime) -> dict[str, float]:
+    """Function -> its own seconds over every phase of the run."""
     totals: dict[str, float] = defaultdict(float)
     for functions in own.values():
         for function, seconds in functions.items():
             totals[function] += seconds
+    return dict(totals)
+
+
+def run_shares(own: OwnTime) -> dict[str, float]:
+    """Function -> its share of the run's own time over every phase (the shares sum to 1)."""
+    totals = run_seconds(own)
     whole = sum(totals.values())
     return {function: seconds / whole for function, seconds in totals.items()} if whole > 0 else {}
 
