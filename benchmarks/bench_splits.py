@@ -48,23 +48,27 @@ def judged_cheap(folder: Path) -> set[str]:
     return {feature for feature, verdict in record["verdicts"].items() if verdict.get("status") == "cheap"}
 
 
-def fit_split(folder: Path, seed: int, train_fraction: float) -> dict:
-    """One refit of the CPU-time model on one split: the held-out errors of the model and the black box."""
+def fit_splits(folder: Path, seeds: range, train_fraction: float) -> list[dict]:
+    """The CPU-time model refitted on each split: the held-out errors of the model and the black box."""
     work = folder / "build-work"
     content_file = work / "content.json"
     extra = chosen_columns(read_table(content_file)) if content_file.exists() else {}
     cheap = judged_cheap(folder)
+    rows = []
     with RunStore(work / "mantis.db", create=False) as store:
         campaign = store.campaigns()[0]
         columns = {name for _run, name, _value in store.features_of(campaign)}
         excluded = tuple(sorted(name for name in columns if name not in cheap))
-        request = FitRequest(metric=METRIC, degree=3, train_fraction=train_fraction, seed=seed, exclude=excluded,
-                             sensitivity=False, metrics_from="original", extra_features=extra)
-        model = fit_campaign(store, campaign.name, request)
-    evaluation = model["evaluation"]
-    return {"seed": seed, "model": evaluation["test"]["median_rel_error"],
-            "blackbox": evaluation["blackbox"]["median_rel_error"], "chosen": model["selection"]["chosen"],
-            "n_test": evaluation["test"]["n"]}
+        for seed in seeds:
+            request = FitRequest(metric=METRIC, degree=3, train_fraction=train_fraction, seed=seed, exclude=excluded,
+                                 sensitivity=False, metrics_from="original", extra_features=extra)
+            model = fit_campaign(store, campaign.name, request)
+            evaluation = model["evaluation"]
+            rows.append({"seed": seed, "model": evaluation["test"]["median_rel_error"],
+                         "blackbox": evaluation["blackbox"]["median_rel_error"], "chosen": model["selection"]["chosen"]})
+            print(f"{folder.name} seed {seed}: model {rows[-1]['model']:.1%}, black box {rows[-1]['blackbox']:.1%} "
+                  f"({rows[-1]['chosen']})", flush=True)
+    return rows
 
 
 def summary(rows: list[dict]) -> dict:
@@ -101,11 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         record = json.loads((folder / "predictor" / "build.json").read_text())
         fraction = float(record["options"]["train_fraction"])
-        rows = []
-        for seed in range(args.splits):
-            rows.append(fit_split(folder, seed, fraction))
-            print(f"{name} seed {seed}: model {rows[-1]['model']:.1%}, black box {rows[-1]['blackbox']:.1%} "
-                  f"({rows[-1]['chosen']})", flush=True)
+        rows = fit_splits(folder, range(args.splits), fraction)
         s = summary(rows)
         inputs = record["campaign"]["inputs"]
         chosen = ", ".join(f"{label} {count}" for label, count in sorted(s["chosen"].items(), key=lambda kv: -kv[1]))
