@@ -93,6 +93,7 @@ class Sampler:
         self._gc_stacks: dict[int, int] = {}  # stack id -> the id of that stack with GC_FRAME on top
         self._clock = time.thread_time_ns if self.mode == "cpu" else time.perf_counter_ns
         self._switch: float | None = None
+        self._stopping: int | None = None  # the thread inside stop(), once it is called
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -111,7 +112,9 @@ class Sampler:
 
     def stop(self) -> None:
         """Stop sampling and write what is left (called at exit). Collections stop being timed first: one
-        while this waits for the sampler's thread is the sampler's exit, not the program's."""
+        while this waits for the sampler's thread is the sampler's exit, not the program's; and what the
+        calling thread did since its last sample (a collection included) goes to the stack it had then."""
+        self._stopping = threading.get_ident()
         self.detach()
         self._stop.set()
         thread = self._thread
@@ -183,8 +186,13 @@ class Sampler:
             program_frame = frame.f_back if in_callback else frame
             if program_frame is None:
                 continue
-            stack = self._stack_id(program_frame)
             before = previous.get(tid)
+            if tid == self._stopping:  # inside stop(): the time since its last sample was the program's
+                if before is None:
+                    continue
+                stack = before
+            else:
+                stack = self._stack_id(program_frame)
             previous[tid] = stack
             if self.mode == "cpu":
                 weight = self._cpu_delta(tid)

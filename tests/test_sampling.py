@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -446,3 +448,47 @@ def test_stopping_the_sampler_stops_timing_collections_before_it_waits_for_its_t
         if sampler._on_gc in gc.callbacks:
             gc.callbacks.remove(sampler._on_gc)
     assert timed_while_joining == [False]
+
+
+def test_a_collection_counted_while_the_program_stops_the_sampler_goes_to_the_programs_last_stack(tmp_path):
+    """CI on 3.12 (stop 43): a collection that ended before stop() was charged to the stack the next sample
+    found, inside the sampler's own exit (`_stop_all`, `Sampler.stop`, threading's join). What the stopping
+    thread did since its last sample goes to the stack it had then."""
+    import json
+
+    from mantispy.runtime.sampler import GC_FRAME, Sampler
+
+    sampler = Sampler(str(tmp_path), 100.0, mode="wall")
+    me = threading.get_ident()
+
+    def tick() -> None:  # the sampler's thread takes one sample of the others
+        ticker = threading.Thread(target=lambda: sampler.sample(threading.get_ident(), 0.01))
+        ticker.start()
+        ticker.join()
+
+    def the_programs_work() -> None:
+        tick()  # the last tick before the program ends finds it here
+
+    the_programs_work()
+    sampler._gc_ns[me] = sampler._gc_ns.get(me, 0) + 5_000_000  # a 5 ms collection ended after that tick
+
+    class Thread:
+        def is_alive(self):
+            return True
+
+        def join(self, timeout=None):
+            tick()  # the sampler's thread ticks once more while stop() waits for it
+
+    sampler._thread = Thread()
+    sampler.stop()
+    stacks: dict[str, list[str]] = {}
+    rows = []
+    for line in (tmp_path / f"samples-{os.getpid()}.jsonl").read_text().splitlines():
+        batch = json.loads(line)
+        stacks.update(batch["stacks"])
+        rows.extend(batch["samples"])
+    mine = [stacks[str(stack)] for _, tid, stack, _ in rows if tid == me]
+    collected = [stack for stack in mine if stack[-1] == GC_FRAME]
+    assert len(collected) == 1 and any(frame.startswith("test_a_collection_counted_") for frame in collected[0])
+    assert any(".the_programs_work" in frame for frame in collected[0]), collected
+    assert not any("sampler.py" in frame for stack in mine for frame in stack), mine
