@@ -33,12 +33,15 @@ The artefact is JSON (:func:`save` / :func:`load`)::
     {"format": "mantispy-phase-model", "version": 1, "program": {...}, "options": {PhaseOptions},
      "known": [[label, {function: share}], ...], "phases": {label: {"name", "runs", "order",
      "metrics": {metric: {"model": MODEL, "portable": MODEL or absent, "residuals": {...}}}}},
+     "rare": {label: {"name", "runs", "max_wall_s", "max_share"}},
+     "folded": {label: {"into": label, "t_sim", "runs"}},
      "whole_run": {metric: {"model": MODEL, "residuals": {...}}},
      "own_time": {"runs": N, "listed": 0.005, "functions": {function: {"median", "spread", "max",
                   "fit": {"intercept", "slope", "spread", "max_residual"}}}},
      "evaluation": {...}, "training": {...}}
 
-(``own_time`` is absent from models written before it existed; a check then says it could not judge own time.
+(``folded``: rare phases folded into a modelled one before fitting (:mod:`.fold`); their known profiles carry
+that phase's label. ``own_time`` is absent from models written before it existed; a check then says it could not judge own time.
 A function without ``fit``, from a model written before fits, is judged by its shares.)
 
 where MODEL is a ``mantispy fit`` model polynomial (:mod:`mantispy.modeling.evaluation` evaluates it).
@@ -59,6 +62,7 @@ import numpy as np
 from mantispy.core.types import shown_key
 
 from .detect import Known, PhaseOptions
+from .fold import fold_rare_phases
 from .observe import PHASE_METRICS, RunPhases
 from .own_time import run_seconds
 
@@ -308,14 +312,20 @@ def needs_features(model: dict[str, Any]) -> bool:
 
 def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, program: Program,
         options: ModelOptions = ModelOptions(), log=lambda _m: None) -> dict[str, Any]:  # noqa: B008 - frozen
-    """The phase model of a training set (see the module docstring); held-out errors in ``evaluation``."""
+    """The phase model of a training set (see the module docstring); held-out errors in ``evaluation``.
+    Rare phases that are variants of a modelled one are folded into it first, in ``runs`` and ``known``
+    (:mod:`.fold`)."""
     from mantispy.modeling.evaluation import predict
 
     if len(runs) < options.min_runs:
         raise PhaseModelError(f"{len(runs)} recorded run(s) with phases: per-phase models need at least "
                               f"{options.min_runs}; profile more inputs with --sample")
-    counts = {label: sum(label in run.phases.order() for run in runs) for label, _ in known}
-    labels = [label for label, _ in known if counts[label] >= options.min_runs]
+    folded = fold_rare_phases([run.phases for run in runs], known, options.min_runs, phase_options.t_threshold)
+    for label, entry in folded.items():
+        log(f"{label} (in {entry['runs']} run(s)) folded into {entry['into']} (time shares alike: t_sim {entry['t_sim']:.2f})")
+    distinct = list(dict.fromkeys(label for label, _ in known))
+    counts = {label: sum(label in run.phases.order() for run in runs) for label in distinct}
+    labels = [label for label in distinct if counts[label] >= options.min_runs]
     if not labels:
         raise PhaseModelError(f"no phase is seen in {options.min_runs} or more of the {len(runs)} runs; profile "
                               "more inputs, or find phases with a longer --epoch or a lower --similarity")
@@ -351,7 +361,8 @@ def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, prog
                            "position": statistics.median(order.get(label, [0])), "metrics": phases[label]}
                    for label in labels},
         "rare": {label: {"name": names.get(label, label), "runs": counts[label], **_longest(runs, label)}
-                 for label, _ in known if label not in labels},
+                 for label in distinct if label not in labels},
+        "folded": folded,
         "whole_run": whole,
         "own_time": own_time_summary(runs),
         "evaluation": evaluation,
