@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE / "suite"))
 
-from benchmarks.results import machine_fingerprint, write_section  # noqa: E402
+from benchmarks.results import publish  # noqa: E402
 
 CLI = [sys.executable, "-m", "mantispy"]
 INJECT = HERE / "anomaly_boot"
@@ -311,6 +311,7 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=25)
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--work", type=Path, default=HERE / "work" / "phases")
+    parser.add_argument("--no-write", action="store_true", help="Print the section; leave RESULTS.md as it is.")
     parser.add_argument("--from-results", action="store_true",
                         help="Write the section again from the work folder's results.json (no runs).")
     args = parser.parse_args()
@@ -355,9 +356,7 @@ def main() -> None:
         "",
         *accuracy(outcomes),
     ]
-    print("\n".join(lines))
-    write_section("bench_phases", "Phases: per-phase models and anomaly detection (issue 21)", machine_fingerprint(),
-                  lines)
+    publish("bench_phases", "Phases: per-phase models and anomaly detection (issue 21)", lines, not args.no_write)
 
 
 if __name__ == "__main__":
