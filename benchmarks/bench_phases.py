@@ -161,9 +161,11 @@ def check_run(folder: Path, name: str, record: dict, kind: str | None, store: Pa
 
 
 def _compact(comparison: dict) -> list:
-    """phase, metric, actual, expected, z (None for a phase never seen), departs, model, function, total."""
+    """phase, metric, actual, expected, z (None for a phase never seen), departs, model, function, total,
+    run_change."""
     return [comparison["phase"], comparison["metric"], comparison["actual"], comparison["expected"], comparison["z"],
-            comparison["departs"], comparison["model"], comparison.get("function", ""), comparison.get("total", 0.0)]
+            comparison["departs"], comparison["model"], comparison.get("function", ""), comparison.get("total", 0.0),
+            comparison.get("run_change")]
 
 
 def program(name: str, work: Path, train: int, per_kind: int, seed: int, log) -> dict:
@@ -253,9 +255,9 @@ def _departs(row: list, k: float, epoch_s: float) -> bool:
     from mantispy.phases.anomaly import CheckOptions, Comparison
 
     phase, metric, actual, expected, z, departs, model, *rest = row
-    function, total = (rest + ["", 0.0])[:2]
+    function, total, run_change = (rest + ["", 0.0, None][len(rest):])[:3]
     comparison = Comparison(phase, "", metric, actual, expected, math.inf if z is None else z, departs, model,
-                            function, total)
+                            function, total, run_change)
     return comparison.departs_at(CheckOptions(k=k), epoch_s)
 
 

@@ -401,6 +401,8 @@ def test_check_refuses_bad_input_in_one_line(campaign, tmp_path):
     refused = subprocess.run([*CLI, "phases", "--fit", str(keep), "--store", str(folder / "runs.db")],
                              capture_output=True, text=True)
     assert refused.returncode == 2 and "will not write over it" in refused.stderr and keep.read_text() == "mine"
+    beyond = _check(folder, "last", "--store", str(other), "--shortfall-cover", "2")
+    assert beyond.returncode == 2 and "--shortfall-cover" in beyond.stderr and "Traceback" not in beyond.stderr
 
 
 def test_the_build_report_shows_the_phases_across_runs(fitted):
@@ -465,3 +467,35 @@ def test_a_rare_variant_of_a_modelled_phase_is_folded_into_it_and_a_rare_phase_o
     assert labels == ["P1", "P2"]  # a check labels the variant's stretch as the phase it belongs to
     unfolded = [*[tuple(k) for k in KNOWN], ("P3", variant)]
     assert [phase.label for phase in detect(stretches, PhaseOptions(), unfolded)] == ["P1", "P3", "P2"]
+
+
+def test_a_phase_that_ran_short_departs_only_when_the_run_fell_short_too(fitted):
+    """bench_phases on Python 3.12, sqlparse (seed 26): the formatting phase at 0.3 s against 1.0 s expected
+    flagged 8 normal runs, their epochs labelled as a phase no training run had while the runs took as long
+    as expected. Time moved to another label is not time lost; a phase that really ends early shortens the
+    run."""
+    def short_mix(run: RunPhases) -> tuple[float, float]:  # P2 keeps 30 % of its time; the rest as it was
+        mix = run.phases[1]
+        wall, cpu = mix["end"] - mix["start"], mix["seconds"]
+        mix.update(end=mix["start"] + 0.3 * wall, seconds=0.3 * cpu)
+        return 0.7 * wall, 0.7 * cpu
+
+    rng = random.Random(13)
+    moved = _phases(18, 2, rng)
+    start = moved.phases[1]["end"]
+    wall, cpu = short_mix(moved)
+    moved.phases.append({"label": "P9", "start": moved.phases[1]["end"], "end": start, "seconds": cpu,
+                         "name": "mix (phased.py:9) 60%", "profile": {"mix": 0.6, "main": 0.4}, "cpu_percent": 99.0,
+                         "peak_rss_bytes": 30e6, "io_bytes": None})
+    verdict = check(fitted, moved, _inputs(18, 2), None)
+    shortfalls = [c for c in verdict.comparisons if c.phase == "P2" and c.metric == "wall_s"]
+    assert shortfalls and shortfalls[0].z < -4 and shortfalls[0].run_change is not None
+    assert not verdict.anomalous, verdict.departures
+    assert any("P2 ran short" in note and "went to phases labelled otherwise" in note for note in verdict.notes)
+    assert json.loads(json.dumps(verdict.to_dict(), allow_nan=False))["comparisons"][0]["run_change"] is not None
+    strict = check(fitted, moved, _inputs(18, 2), None, CheckOptions(shortfall_cover=0))
+    assert strict.anomalous and {d.phase for d in strict.departures} == {"P2"}  # the rule off: as before
+    early = _phases(18, 2, rng)
+    short_mix(early)
+    ended_early = check(fitted, early, _inputs(18, 2), None)
+    assert ended_early.anomalous and any(d.phase == "P2" and d.metric == "wall_s" for d in ended_early.departures)
