@@ -41,6 +41,7 @@ from .own_time import run_shares, where
 
 MIB = 2.0**20
 IDLE_CPU_SHARE = 0.2  # a phase whose samples stand for less than this share of its time was waiting
+ADDITIVE = ("wall_s", "cpu_s")  # what the phases of a run add up to: time one phase loses another can have
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ class Comparison:
         """Whether this phase fell short of its estimate while the run as a whole did not fall short by
         ``shortfall_cover`` of that: the phase's time went to other phases' labels, not away (a cover of 0
         judges every shortfall)."""
-        if self.run_change is None or self.actual >= self.expected or options.shortfall_cover <= 0:
+        if (self.run_change is None or self.metric not in ADDITIVE or self.actual >= self.expected
+                or options.shortfall_cover <= 0):
             return False
         return self.run_change > -options.shortfall_cover * (self.expected - self.actual)
 
@@ -246,7 +248,7 @@ def _cover_shortfalls(comparisons: list[Comparison], baseline: list[Comparison],
     it again (:meth:`Comparison.covered`): a phase that ran short while the run did not lost its epochs to
     other labels (seen on sqlparse: the formatting phase at 0.3 s against 1.0 s, its time in a stretch
     labelled otherwise, in runs as long as expected)."""
-    changes = {c.metric: c.actual - c.expected for c in baseline}
+    changes = {c.metric: c.actual - c.expected for c in baseline if c.metric in ADDITIVE}
     for comparison in comparisons:
         if comparison.metric not in changes or comparison.model not in ("phase", "portable"):
             continue
