@@ -328,7 +328,12 @@ def main() -> None:
     elapsed = (time.perf_counter() - started) / 60 if not args.from_results else outcomes[0].get("minutes", 0.0)
     if not args.from_results and outcomes:
         outcomes[0]["minutes"] = elapsed
+        outcomes[0]["settings"] = {"programs": args.programs, "train": args.train, "per_kind": args.per_kind,
+                                   "seed": args.seed}
         (args.work / "results.json").write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
+    elif outcomes:  # the command that made the results, not this one's defaults
+        for name, value in outcomes[0].get("settings", {}).items():
+            setattr(args, name, value)
     lines = [
         f"Command: `python benchmarks/bench_phases.py --programs {args.programs} --train {args.train} --per-kind "
         f"{args.per_kind} --seed {args.seed}` ({elapsed:.0f} min). Suite workloads in mode `all`; {args.train} training inputs profiled "
@@ -337,7 +342,7 @@ def main() -> None:
         "`mantispy check --json` with its defaults (k = 4 robust spreads, and at least 10 % and 2 epochs / 16 MiB / "
         "10 CPU points; a function's own time: k spreads above the line its training runs' own seconds fit against "
         "their runs' own time, and 5 % of the run and an epoch's samples above that line plus the largest training "
-        "residual). Anomalies (see the script): CPU hog = one busy process per core; memory balloon = 128 MiB "
+        "residual; a phase short of its estimate only where the run fell short by half as much too). Anomalies (see the script): CPU hog = one busy process per core; memory balloon = 128 MiB "
         "from 0.2 s on; IO stall = 0.5 s before each open of the input file; slowed phase = 0.3 s of CPU before each "
         "call of one function of one phase. Whole-run baseline = the same rule on the run's totals (duration, CPU "
         "time, CPU use, peak RSS) against whole-run models of the input descriptors.",
