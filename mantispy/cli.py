@@ -1032,6 +1032,11 @@ def main() -> None:
         WATCHDOG.end_all()  # runs in worker threads wait for their programs: end them, so the threads end
         click.echo("mantispy: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line, as every other refusal (click's own form takes four)
+        WATCHDOG.end_all()
+        where = exc.ctx.command_path if exc.ctx is not None else "mantispy"
+        click.echo(f"mantispy: error: {' '.join(exc.format_message().split())} (see {where} --help)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         WATCHDOG.end_all()
         exc.show()

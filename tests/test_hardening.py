@@ -55,8 +55,12 @@ def batchjob(tmp_path):
 def test_bad_input_exits_2_in_one_line(tmp_path):
     proc = run("runs", "--store", tmp_path / "absent.db")
     assert proc.returncode == 2 and one_line(proc).startswith("mantispy: error: ")
-    usage = run("build")  # click's own usage error: also 2
-    assert usage.returncode == 2
+    usage = run("build")  # click's own usage error: also 2, and one line too (it was four: usage, hint, blank, error)
+    assert usage.returncode == 2 and one_line(usage).startswith("mantispy: error: ") and "mantispy build --help" in usage.stderr
+    out_of_range = run("check", "1", "--model", tmp_path / "m.json", "--shortfall-cover", "2")
+    assert out_of_range.returncode == 2 and "'--shortfall-cover': 2.0 is not in the range" in one_line(out_of_range)
+    unknown = run("runs", "--no-such-option")
+    assert unknown.returncode == 2 and "--no-such-option" in one_line(unknown) and unknown.stdout == ""
 
 
 def test_an_internal_error_is_one_line_unless_debug(monkeypatch, capsys, tmp_path):
