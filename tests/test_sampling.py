@@ -345,8 +345,10 @@ def test_garbage_collection_is_recorded_under_its_own_frame(tmp_path, version):
             top = "gc" if stack[-1].file == "<gc>" else stack[-1].name
             weights[top] = weights.get(top, 0.0) + sample.weight
             if top == "gc":
-                assert stack[-1].name == "(garbage collection)"  # under the program's frame that collected
-                assert stack[-2].file.endswith(("collects.py", "shares.py")), stack  # the program's (spin is shares.py's)
+                assert stack[-1].name == "(garbage collection)"  # under the program's stack that collected
+                # the program's frames (spin is shares.py's); the collecting frame itself may be code the program
+                # called (CI on 3.13: a collection inside importlib's get_code while collects.py imported)
+                assert any(frame.file.endswith(("collects.py", "shares.py")) for frame in stack[:-1]), stack
                 assert not any("sampler" in frame.file for frame in stack)
     truth = json.loads((tmp_path / "truth.json").read_text())
     measured = weights.get("gc", 0.0) / sum(weights.values())
