@@ -123,13 +123,14 @@ def execute(task: RunTask) -> RunRecord:
                 pass
         sampled = None
         if task.sampling:
+            from mantispy.sampling.interpreter import library_paths_of
             from mantispy.sampling.spool import SpoolReader
 
             reader = SpoolReader(spool)
             stacks, samples = reader.read()
             sampled = {**task.sampling, "started": started, "stacks": stacks, "samples": samples,
                        "points": [(p.metric, p.t, p.value, p.tags) for p in points], "notes": reader.collisions(),
-                       "returncode": proc.returncode}
+                       "returncode": proc.returncode, "library": list(library_paths_of(task.argv[0]))}
         features: dict[str, float] = {}
         if task.collect_features and features_file.exists():
             try:

@@ -14,7 +14,7 @@ from mantispy.phases.detect import PhaseOptions, detect
 from mantispy.phases.epochs import Epoch
 from mantispy.phases.similarity import f_sim, matches, t_sim
 from mantispy.sampling.recorder import RecordOptions, record
-from mantispy.sampling.store import RecordingStore
+from mantispy.sampling.store import RecordingError, RecordingStore
 from mantispy.sampling.types import Frame
 
 PROGRAMS = Path(__file__).parent / "programs" / "sampled"
@@ -168,3 +168,59 @@ def test_own_time_is_the_innermost_program_frame_per_phase_and_one_sample_counts
     assert own["P2"] == {"main (work.py:5)": pytest.approx(0.2 + 0.03), "(garbage collection)": pytest.approx(0.03)}
     assert where(own, "main (work.py:5)") == "P2" and where(own, "gone (work.py:9)") is None
     assert run_shares(own)["parse (work.py:20)"] == pytest.approx(0.5 / 0.76)
+
+
+def test_library_frames_are_those_of_the_interpreter_that_ran_the_program(tmp_path):
+    """A recording keeps where its interpreter's standard library and packages lie, and phases and own time
+    leave those frames out whichever Python analyses it (analysed under 3.11, a 3.12 recording's stdlib frames
+    were counted as the program's: its phases and verdicts changed with the analysing interpreter)."""
+    from mantispy.phases.epochs import epochs, library_prefixes
+    from mantispy.phases.own_time import own_time
+    from mantispy.sampling.types import Recording
+
+    other = "/opt/another-python/lib/python3.12"
+    app, theirs, ours = "/app/work.py", other + "/json/encoder.py", library_prefixes()[0] + "/json/decoder.py"
+    stacks = {0: [f"<module>\t{app}\t1", f"main\t{app}\t5", f"encode\t{theirs}\t3"],
+              1: [f"<module>\t{app}\t1", f"main\t{app}\t5", f"decode\t{ours}\t7"]}
+    with RecordingStore(tmp_path / "lib.db") as store:
+        rid = store.begin(Recording(0, ["work.py"], 1000.0, None, "recording", rate=100.0, library=[other]), 1)
+        store.add_batch(rid, stacks, [(1000.0 + 0.01 * n, 1, 1, n % 2, 0.01) for n in range(40)], [])
+        recording = store.recording(rid)
+        assert recording.library == [other]
+        names = {name for epoch in epochs(store, recording, 0.1) for name in epoch.weights}
+        own = own_time(store, recording, [{"label": "P1", "start": 0.0, "end": 0.4}], include_library=False)
+    assert names == {"<module> (work.py:1)", "main (work.py:5)", "decode (decoder.py:7)"}
+    assert set(own["P1"]) == {"main (work.py:5)", "decode (decoder.py:7)"}
+
+
+def test_a_store_written_before_recordings_kept_their_library_still_reads(tmp_path):
+    """Recordings of an older store have no library paths: analyses use their own interpreter's, as before."""
+    import sqlite3
+
+    from mantispy.sampling.types import Recording
+
+    path = tmp_path / "old.db"
+    with RecordingStore(path) as store:
+        store.begin(Recording(0, ["work.py"], 1000.0, None, "recording", rate=100.0), 1)
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE recordings DROP COLUMN library_json")
+    with RecordingStore(path, create=False) as store:
+        assert store.recording(1).library == []
+        store.begin(Recording(0, ["work.py"], 1001.0, None, "recording", library=["/x/lib"]), 1)
+        assert store.recording(2).library == ["/x/lib"]
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE recordings SET library_json = '{\"x\": 1}' WHERE id = 2")
+    with RecordingStore(path, create=False) as store, pytest.raises(RecordingError, match="recording 2 is damaged"):
+        store.recording(2)
+
+
+def test_an_interpreter_s_library_folders_come_from_python_m_sysconfig():
+    from mantispy.sampling.interpreter import library_paths, library_paths_of, parse_sysconfig_paths
+
+    said = ('Platform: "linux-x86_64"\nPython version: "3.12"\nCurrent installation scheme: "venv"\n\nPaths: \n'
+            '\tdata = "/v"\n\tplatlib = "/v/lib/python3.12/site-packages"\n\tplatstdlib = "/v/lib/python3.12"\n'
+            '\tpurelib = "/v/lib/python3.12/site-packages"\n\tscripts = "/v/bin"\n'
+            '\tstdlib = "/usr/lib/python3.12"\n\nVariables: \n\tstdlib = "/not/this"\n')
+    assert parse_sysconfig_paths(said) == ("/usr/lib/python3.12", "/v/lib/python3.12", "/v/lib/python3.12/site-packages")
+    assert library_paths_of(sys.executable) == library_paths()
+    assert library_paths_of("/no/such/python") == ()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mantispy.phases.epochs import library_prefixes
 from mantispy.sampling import flame as flames
 from mantispy.sampling.recorder import RecordOptions, record
 from mantispy.sampling.store import RecordingError, RecordingStore
@@ -304,6 +305,23 @@ def test_profile_sample_stores_a_recording_of_every_run(tmp_path):
             stack.extend(node.children.values())
         assert "job.py" in names
         assert recordings.metrics(rows[0].id)
+        assert all(r.library == list(library_prefixes()) for r in rows)  # the campaign's interpreter: this one
+
+
+def test_a_recording_keeps_the_library_paths_of_the_interpreter_it_ran(tmp_path):
+    """``record --python`` stores where that interpreter's standard library lies, not this one's."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted(root.glob("3.12.*/bin/python3")) if root.is_dir() else []
+    if not found:
+        pytest.skip("no CPython 3.12 under pyenv on this machine")
+    store = tmp_path / "other.db"
+    proc = subprocess.run([*CLI, "record", "--store", str(store), "--python", str(found[-1]), "--", "shares.py", "1",
+                           "0.1"], cwd=PROGRAMS, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    with RecordingStore(store, create=False) as db:
+        library = db.recording(1).library
+    stdlib = str(found[-1].parent.parent / "lib" / "python3.12")
+    assert stdlib in library and not set(library) & set(library_prefixes()), library
 
 
 def test_hundreds_of_children_and_a_locked_store(tmp_path):

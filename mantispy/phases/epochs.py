@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import sysconfig
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from mantispy.sampling.interpreter import library_paths
 from mantispy.sampling.store import RecordingStore
 from mantispy.sampling.types import WHOLE, Frame, Recording, Window
 
@@ -33,10 +33,13 @@ class Epoch:
         return {name: weight / rest for name, weight in kept.items()} if rest > 0 else {}
 
 
-def library_prefixes() -> tuple[str, ...]:
-    """Where the standard library and installed packages live: frames there are not the program's own."""
-    paths = sysconfig.get_paths()
-    return tuple(sorted({paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}))
+def library_prefixes(recording: Recording | None = None) -> tuple[str, ...]:
+    """Where the standard library and installed packages live: frames there are not the program's own.
+    Those of the interpreter that ran ``recording`` where it says (recordings made before stores kept them do
+    not), else this one's."""
+    if recording is not None and recording.library:
+        return tuple(recording.library)
+    return library_paths()
 
 
 def recorder_prefix() -> str:
@@ -79,7 +82,7 @@ def epochs(store: RecordingStore, recording: Recording, epoch_s: float, window: 
     spread over the time it stands for, see :func:`_spread`). With ``depth``, only
     the outermost ``depth`` program frames of each sample count (0: every frame)."""
     frames = store.frames(recording.id)
-    prefixes = library_prefixes()
+    prefixes = library_prefixes(recording)
     on_stack: dict[int, set[str]] = {}
     seen: dict[str, Frame] = {}
     buckets: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))

@@ -49,7 +49,7 @@ def own_time(store: RecordingStore, recording: Recording, rows: list[dict[str, A
     if not rows:
         return {}
     most = MAX_PERIODS / max(recording.rate, 1e-9)
-    prefixes = library_prefixes()
+    prefixes = library_prefixes(recording)
     frames = store.frames(recording.id)
     inner: dict[int, str | None] = {}
     starts = [float(row["start"]) for row in rows]

@@ -27,6 +27,7 @@ from mantispy.core.watchdog import WATCHDOG
 from mantispy.runtime import sample_boot, sampler
 
 from . import pyspy
+from .interpreter import library_paths_of
 from .resources import ResourcePoller
 from .spool import SpoolReader
 from .store import RecordingError, RecordingStore
@@ -89,7 +90,7 @@ def store_sampled_run(store: RecordingStore, run_id: int, command: list[str], sa
     """Store what a campaign run sampled (``RunRecord.sampled``) as a recording of that run; returns its id."""
     recording = Recording(id=0, command=command, started=sampled["started"], ended=None, status="recording",
                           host=socket.gethostname(), rate=sampled["rate"], interval=sampled["interval"],
-                          mode=sampled["mode"], run_id=run_id)
+                          mode=sampled["mode"], run_id=run_id, library=list(sampled.get("library", [])))
     rid = store.begin(recording, os.getpid())
     points = [Point(*row) for row in sampled["points"]]
     store.add_batch(rid, {int(k): v for k, v in sampled["stacks"].items()},
@@ -128,7 +129,8 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
     store = store or RecordingStore(options.store)
     recording = Recording(id=0, command=list(options.invocation), started=time.time(), ended=None, status="recording",
                           host=socket.gethostname(), rate=options.rate, interval=options.interval, mode=options.mode,
-                          sampler=options.sampler, run_id=options.run_id, cwd=str(options.cwd))
+                          sampler=options.sampler, run_id=options.run_id, cwd=str(options.cwd),
+                          library=list(library_paths_of(argv[0])))
     try:
         recording.id = store.begin(recording, os.getpid())
     except RecordingError:

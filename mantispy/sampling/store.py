@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS recordings (
     run_id INTEGER,
     recorder_pid INTEGER,
     notes_json TEXT NOT NULL DEFAULT '[]',
-    cwd TEXT
+    cwd TEXT,
+    library_json TEXT
 );
 CREATE TABLE IF NOT EXISTS rec_stacks (
     recording_id INTEGER NOT NULL REFERENCES recordings(id),
@@ -99,6 +100,8 @@ class RecordingStore:
                 columns = {row[1] for row in self.db.execute("PRAGMA table_info(recordings)")}
                 if "cwd" not in columns:  # stores written before recordings kept their folder
                     self.db.execute("ALTER TABLE recordings ADD COLUMN cwd TEXT")
+                if "library_json" not in columns:  # stores written before recordings kept their library paths
+                    self.db.execute("ALTER TABLE recordings ADD COLUMN library_json TEXT")
                 self.db.execute("INSERT OR IGNORE INTO rec_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif row is None:
                 raise RecordingError(f"{self.path}: holds no recordings; run mantispy record --store {self.path} first")
@@ -132,10 +135,10 @@ class RecordingStore:
         """Store a new recording (status ``recording``); returns its id."""
         cursor = self._write(
             "INSERT INTO recordings (command_json, started, status, host, rate, interval, mode, sampler, run_id, "
-            "recorder_pid, notes_json, cwd) VALUES (?, ?, 'recording', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "recorder_pid, notes_json, cwd, library_json) VALUES (?, ?, 'recording', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (json.dumps(recording.command), recording.started, recording.host, recording.rate, recording.interval,
              recording.mode, recording.sampler, recording.run_id, recorder_pid, json.dumps(recording.notes),
-             recording.cwd or None))
+             recording.cwd or None, json.dumps(list(recording.library)) if recording.library else None))
         return int(cursor.lastrowid or 0)
 
     def add_batch(self, recording_id: int, stacks: dict[int, list[str]], samples: list[tuple[float, int, int, int, float]],
@@ -195,7 +198,7 @@ class RecordingStore:
         try:
             row = self.db.execute(
                 "SELECT id, command_json, started, ended, status, returncode, host, rate, interval, mode, sampler, "
-                "run_id, recorder_pid, notes_json, cwd FROM recordings WHERE id = ?", (recording_id,)).fetchone()
+                "run_id, recorder_pid, notes_json, cwd, library_json FROM recordings WHERE id = ?", (recording_id,)).fetchone()
         except sqlite3.Error as exc:
             raise RecordingError(self.explain(exc)) from None
         if row is None:
@@ -204,17 +207,20 @@ class RecordingStore:
         if status == "recording" and not _alive(row[12]):
             status = "incomplete"
         try:
-            command, notes = json.loads(row[1]), json.loads(row[13])
+            command, notes, library = json.loads(row[1]), json.loads(row[13]), json.loads(row[15] or "[]")
         except ValueError:
-            raise RecordingError(f"{self.path}: recording {recording_id} is damaged (command or notes not JSON); "
-                                 "record it again") from None
+            raise RecordingError(f"{self.path}: recording {recording_id} is damaged (command, notes or library paths "
+                                 "not JSON); record it again") from None
+        if not isinstance(library, list) or not all(isinstance(path, str) for path in library):
+            raise RecordingError(f"{self.path}: recording {recording_id} is damaged (library paths not a list of "
+                                 "folders); record it again")
         ended = row[3]
         if ended is None and status == "incomplete":
             last = self.db.execute("SELECT MAX(t) FROM rec_samples WHERE recording_id = ?", (recording_id,)).fetchone()
             ended = last[0] if last and last[0] is not None else None
         return Recording(id=row[0], command=command, started=row[2], ended=ended, status=status, returncode=row[5],
                          host=row[6], rate=row[7], interval=row[8], mode=row[9], sampler=row[10], run_id=row[11],
-                         notes=notes, cwd=row[14] or "")
+                         notes=notes, cwd=row[14] or "", library=library)
 
     def frames(self, recording_id: int) -> dict[int, tuple[Frame, ...]]:
         """Stack id -> its frames, outermost first."""

@@ -48,6 +48,9 @@ class Recording:
     run_id: int | None = None  # the campaign run this recording belongs to (profile --sample)
     notes: list[str] = field(default_factory=list)
     cwd: str = ""  # the folder the program ran in (its relative file arguments resolve against it)
+    # where the program's interpreter keeps its standard library and installed packages (frames there are
+    # not the program's own); empty for recordings made before stores kept it
+    library: list[str] = field(default_factory=list)
 
     @property
     def duration(self) -> float | None:
@@ -59,7 +62,7 @@ class Recording:
         return {"id": self.id, "command": self.command, "started": self.started, "ended": self.ended,
                 "status": self.status, "returncode": self.returncode, "host": self.host, "rate": self.rate,
                 "interval": self.interval, "mode": self.mode, "sampler": self.sampler, "run_id": self.run_id,
-                "notes": self.notes, "cwd": self.cwd}
+                "notes": self.notes, "cwd": self.cwd, "library": self.library}
 
 
 @dataclass(frozen=True)
