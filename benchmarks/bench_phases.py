@@ -342,7 +342,8 @@ def main() -> None:
         "`mantispy check --json` with its defaults (k = 4 robust spreads, and at least 10 % and 2 epochs / 16 MiB / "
         "10 CPU points; a function's own time: k spreads above the line its training runs' own seconds fit against "
         "their runs' own time, and 5 % of the run and an epoch's samples above that line plus the largest training "
-        "residual; a phase short of its estimate only where the run fell short by half as much too). Anomalies (see the script): CPU hog = one busy process per core; memory balloon = 128 MiB "
+        "residual; a value below its estimate departs only for CPU use: a run that took less time, CPU time, memory "
+        "or IO than expected is no anomaly). Anomalies (see the script): CPU hog = one busy process per core; memory balloon = 128 MiB "
         "from 0.2 s on; IO stall = 0.5 s before each open of the input file; slowed phase = 0.3 s of CPU before each "
         "call of one function of one phase. Whole-run baseline = the same rule on the run's totals (duration, CPU "
         "time, CPU use, peak RSS) against whole-run models of the input descriptors.",

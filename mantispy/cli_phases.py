@@ -187,13 +187,17 @@ def _is_phase_model(path: Path) -> bool:
 @click.option("--own-margin", type=click.FloatRange(0, 1), default=0.05, show_default=True,
               help="A function's own time departs when it exceeds the most the training runs' fit allows for a run "
                    "this long by this share of the run (and the fitted line by --k spreads).")
+@click.option("--shortfalls", is_flag=True,
+              help="Judge values below their estimates too (a phase shorter, with less CPU time, memory or IO than "
+                   "expected); by default a run that used less is no anomaly, and only less CPU use departs.")
 @click.option("--shortfall-cover", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="A phase short of its estimate departs only when the run's total fell short by this share of the "
-                   "phase's shortfall too (else its time went to phases labelled otherwise); 0 judges every shortfall.")
+              help="With --shortfalls: a phase short of its estimate departs only when the run's total fell short by "
+                   "this share of the phase's shortfall too (else its time went to phases labelled otherwise); 0 "
+                   "judges every shortfall.")
 @click.option("--fail-on-anomaly", is_flag=True, help="Exit with status 1 when the run is anomalous (for CI).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k: float, min_relative: float,
-          own_margin: float, shortfall_cover: float, fail_on_anomaly: bool, as_json: bool) -> None:
+          own_margin: float, shortfalls: bool, shortfall_cover: float, fail_on_anomaly: bool, as_json: bool) -> None:
     """Whether a run departs from its phase model, and in which phase and resource.
 
     \b
@@ -243,7 +247,8 @@ def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k:
         inputs, features, where = recording_inputs(recording, link)
     except (RecordingError, PhaseDataError) as exc:
         raise UserError(str(exc)) from None
-    rule = CheckOptions(k=k, min_relative=min_relative, own_margin=own_margin, shortfall_cover=shortfall_cover)
+    rule = CheckOptions(k=k, min_relative=min_relative, own_margin=own_margin, shortfalls=shortfalls,
+                        shortfall_cover=shortfall_cover)
     verdict = check_run(model, run, inputs, features or None, rule, where)
     if as_json:
         click.echo(json.dumps({"recording": recording.id, **verdict.to_dict()}, indent=1))

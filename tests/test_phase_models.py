@@ -486,23 +486,49 @@ def test_a_phase_that_ran_short_departs_only_when_the_run_fell_short_too(fitted)
     moved.phases.append({"label": "P9", "start": moved.phases[1]["end"], "end": start, "seconds": cpu,
                          "name": "mix (phased.py:9) 60%", "profile": {"mix": 0.6, "main": 0.4}, "cpu_percent": 99.0,
                          "peak_rss_bytes": 30e6, "io_bytes": None})
-    verdict = check(fitted, moved, _inputs(18, 2), None)
+    judged = CheckOptions(shortfalls=True)
+    verdict = check(fitted, moved, _inputs(18, 2), None, judged)
     shortfalls = [c for c in verdict.comparisons if c.phase == "P2" and c.metric == "wall_s"]
     assert shortfalls and shortfalls[0].z < -4 and shortfalls[0].run_change is not None
     assert not verdict.anomalous, verdict.departures
     assert any("P2 ran short" in note and "went to phases labelled otherwise" in note for note in verdict.notes)
     assert json.loads(json.dumps(verdict.to_dict(), allow_nan=False))["comparisons"][0]["run_change"] is not None
-    strict = check(fitted, moved, _inputs(18, 2), None, CheckOptions(shortfall_cover=0))
+    strict = check(fitted, moved, _inputs(18, 2), None, CheckOptions(shortfalls=True, shortfall_cover=0))
     assert strict.anomalous and {d.phase for d in strict.departures} == {"P2"}  # the rule off: as before
     early = _phases(18, 2, rng)
     short_mix(early)
-    ended_early = check(fitted, early, _inputs(18, 2), None)
+    ended_early = check(fitted, early, _inputs(18, 2), None, judged)
     assert ended_early.anomalous and any(d.phase == "P2" and d.metric == "wall_s" for d in ended_early.departures)
     # a phase's peak memory or CPU use is no share of the run's: a phase lower than its estimate is judged as it is
     # (bench_phases, pycparser on 3.11, seed 27: a phase's peak memory was judged by the rule)
     leaner = _phases(18, 2, rng)
     leaner.phases[1]["peak_rss_bytes"] = 10e6
-    lower = [c for c in check(fitted, leaner, _inputs(18, 2), None).comparisons
+    lower = [c for c in check(fitted, leaner, _inputs(18, 2), None, judged).comparisons
              if c.phase == "P2" and c.metric == "peak_rss_bytes"]
     assert lower and lower[0].run_change is None and lower[0].departs
     assert not lower[0].covered(CheckOptions())
+
+
+def test_a_run_that_used_less_than_expected_is_no_anomaly_unless_shortfalls_are_judged(fitted):
+    """bench_phases on Python 3.12, sqlparse (seeds 26, 27): five of six normal runs flagged were inputs the
+    models knew less well, 25-65 % faster than estimated (z -4 to -11); no injected anomaly (a CPU hog, a
+    memory balloon, an IO stall, a slowed phase: each takes more) was found by a shortfall alone. Less CPU
+    use is still judged: that is how a starved program shows."""
+    rng = random.Random(17)
+    early = _phases(18, 2, rng)
+    mix = early.phases[1]
+    mix.update(end=mix["start"] + 0.3 * (mix["end"] - mix["start"]), seconds=0.3 * mix["seconds"])
+    verdict = check(fitted, early, _inputs(18, 2), None)
+    short = [c for c in verdict.comparisons if c.phase == "P2" and c.metric in ("wall_s", "cpu_s") and c.model == "phase"]
+    assert short and all(c.z < -4 and c.shortfall() and not c.departs for c in short)
+    assert not verdict.anomalous and not verdict.baseline_anomalous, verdict.departures
+    assert any(note.startswith("P2 used less than its estimates (duration") and "--shortfalls" in note
+               for note in verdict.notes), verdict.notes
+    assert check(fitted, early, _inputs(18, 2), None, CheckOptions(shortfalls=True)).anomalous
+    starved = _phases(18, 2, rng)
+    starved.phases[1]["cpu_percent"] = 40.0
+    slow = check(fitted, starved, _inputs(18, 2), None)
+    assert slow.anomalous and any(d.phase == "P2" and d.metric == "cpu_percent" for d in slow.departures)
+    heavier = _phases(18, 2, rng)
+    heavier.phases[1]["peak_rss_bytes"] = 200e6
+    assert any(d.metric == "peak_rss_bytes" for d in check(fitted, heavier, _inputs(18, 2), None).departures)
