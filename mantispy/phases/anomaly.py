@@ -18,7 +18,8 @@ injected anomaly (all of them take more) was found by a shortfall alone. With ``
 duration or CPU time falls short of its estimate departs only when the run's total fell short too, by at
 least ``shortfall_cover`` of the phase's shortfall against the whole-run model: otherwise its epochs went
 to stretches labelled otherwise (labels move between runs of one program) and nothing was lost. When the phases no model can judge (unseen ones in which the program computed, rare
-ones) hold a noticeable share of the run, the run's totals are judged by the whole-run models as well.
+ones, and phases whose models read an earlier phase's measurements that this run did not have before them)
+hold a noticeable share of the run, the run's totals are judged by the whole-run models as well.
 Beneath the phases, each function's *own time* (:mod:`.own_time`: its own code and the library and C
 code it calls) is compared with what the training runs' fit gives it for a run this long (its own seconds
 against the run's own time, :func:`~.model.own_time_fit`): a function departs when it exceeds the fitted
@@ -40,7 +41,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .model import estimate, meta_inputs, needs_features, whole_run
+from .model import estimate, meta_inputs, missing_meta, needs_features, whole_run
 from .observe import METRIC_WORDS, RunPhases
 from .own_time import run_shares, where
 
@@ -171,14 +172,24 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value / MIB:.1f} MiB"
 
 
-def _compare(phase: str, name: str, metric: str, actual: float, fitted: dict[str, Any], values: dict[str, float],
-             epoch_s: float, options: CheckOptions, features_known: bool) -> Comparison | None:
+def _chosen(fitted: dict[str, Any], features_known: bool) -> tuple[dict[str, Any], Any, str] | None:
+    """The model a metric is judged by (the one without program features where the run has none), its
+    residual scale and its kind; None when there is none."""
     model, residuals, which = fitted["model"], fitted.get("residuals"), "phase"
     if needs_features(model) and not features_known:
         if "portable" not in fitted:
             return None
         model, residuals, which = fitted["portable"], fitted.get("portable_residuals"), "portable"
-    if residuals is None:
+    return model, residuals, which
+
+
+def _compare(phase: str, name: str, metric: str, actual: float, fitted: dict[str, Any], values: dict[str, float],
+             epoch_s: float, options: CheckOptions, features_known: bool) -> Comparison | None:
+    chosen = _chosen(fitted, features_known)
+    if chosen is None:
+        return None
+    model, residuals, which = chosen
+    if residuals is None or missing_meta(model, values):
         return None
     expected = estimate(model, values)
     if not (expected > 0 and math.isfinite(expected)) or actual <= 0:
@@ -226,13 +237,22 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
                              f"(longest seen {longest:.2f} s)")
             continue
         given = {**inputs, **(features or {}), **meta_inputs(run, label)}
+        lacking: set[str] = set()
         for metric, actual in values.items():
             fitted = fitted_phase["metrics"].get(metric)
             if fitted is None:
                 continue
+            chosen = _chosen(fitted, features is not None)
+            if chosen is not None and missing_meta(chosen[0], given):
+                lacking.update(missing_meta(chosen[0], given))
+                continue
             found = _compare(label, names[label], metric, actual, fitted, given, epoch_s, options, features is not None)
             if found is not None:
                 comparisons.append(found)
+        if lacking:
+            unjudged.append(label)
+            notes.append(f"{label}'s models read the phase(s) before it in training ({', '.join(lacking)}), which this "
+                         f"run did not have before {label}: it was not judged by them")
     baseline = check_whole_run(model, run, inputs, options)
     _cover_shortfalls(comparisons, baseline, options, epoch_s, notes)
     if not options.shortfalls:

@@ -305,6 +305,14 @@ def _uses_only(model: dict[str, Any], inputs: list[str], prefix: str) -> bool:
     return all(name in inputs or name.startswith(prefix) for name in model["scaling"])
 
 
+def missing_meta(model: dict[str, Any], values: dict[str, float]) -> list[str]:
+    """The earlier phases whose measurements ``model`` reads and ``values`` lacks (a run in which that phase
+    did not run before this one): without them its estimate means nothing."""
+    lacking = {name[len(META_PREFIX):].split(".", 1)[0] for name in model.get("scaling", {})
+               if name.startswith(META_PREFIX) and name not in values}
+    return sorted(lacking)
+
+
 def needs_features(model: dict[str, Any]) -> bool:
     """Whether a model polynomial reads program feature counts (not only input numbers and meta-inputs)."""
     return any(not (name.startswith("input:") or name.startswith(META_PREFIX)) for name in model.get("scaling", {}))
