@@ -17,9 +17,10 @@ that were left were runs of inputs the models knew less well, faster or leaner t
 injected anomaly (all of them take more) was found by a shortfall alone. With ``shortfalls``, a phase whose
 duration or CPU time falls short of its estimate departs only when the run's total fell short too, by at
 least ``shortfall_cover`` of the phase's shortfall against the whole-run model: otherwise its epochs went
-to stretches labelled otherwise (labels move between runs of one program) and nothing was lost. When the phases no model can judge (unseen ones in which the program computed, rare
-ones, and phases whose models read an earlier phase's measurements that this run did not have before them)
-hold a noticeable share of the run, the run's totals are judged by the whole-run models as well.
+to stretches labelled otherwise (labels move between runs of one program) and nothing was lost. When the
+phases no model can judge (unseen ones in which the program computed, rare ones, and phases whose models
+read an earlier phase's measurements that this run did not have before them) hold a noticeable share of
+the run, the run's totals are judged by the whole-run models as well.
 Beneath the phases, each function's *own time* (:mod:`.own_time`: its own code and the library and C
 code it calls) is compared with what the training runs' fit gives it for a run this long (its own seconds
 against the run's own time, :func:`~.model.own_time_fit`): a function departs when it exceeds the fitted
@@ -243,8 +244,9 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
             if fitted is None:
                 continue
             chosen = _chosen(fitted, features is not None)
-            if chosen is not None and missing_meta(chosen[0], given):
-                lacking.update(missing_meta(chosen[0], given))
+            missing = missing_meta(chosen[0], given) if chosen is not None else []
+            if missing:
+                lacking.update(missing)
                 continue
             found = _compare(label, names[label], metric, actual, fitted, given, epoch_s, options, features is not None)
             if found is not None:

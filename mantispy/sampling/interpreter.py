@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+from functools import lru_cache
 
 LIBRARY_KEYS = ("stdlib", "platstdlib", "purelib", "platlib")
 _PATH_LINE = re.compile(r'^\t(\w+) = "(.*)"$')
@@ -18,6 +19,7 @@ def library_paths() -> tuple[str, ...]:
     return tuple(sorted({paths[key] for key in LIBRARY_KEYS if key in paths}))
 
 
+@lru_cache(maxsize=16)
 def library_paths_of(python: str) -> tuple[str, ...]:
     """The same folders of the interpreter ``python`` (this one's without starting a process); () when it
     cannot say (not a Python, or one that fails to start)."""
