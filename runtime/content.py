@@ -7,6 +7,11 @@ program compiled (found by :mod:`mantispy.runtime.regex_probe`). Its value is no
 instrumented program, but it moves with the counts the program's work follows (tokens, identifiers,
 lines, queries), so a model can use it where the slices of those counters cost as much as the run.
 
+A scanner feature is the same count for the alternation of every rule a lexer compiled at one place, in
+the order it tries them (``(?:rule1)|(?:rule2)|...``): scanning from the start, the first rule that
+matches at a position wins, as in the lexer's own loop, so the count is the number of tokens it makes
+(less the characters no rule matches, which such a lexer emits as error tokens).
+
 A feature is a dict ``{"id", "pattern", "bytes", "flags"}`` (a bytes pattern is stored latin-1
 decoded); :func:`feature_id` names it. Files are read as bytes; a str pattern searches their UTF-8
 text (undecodable bytes replaced). Standard library only: predictor packages carry a copy of this file
@@ -31,10 +36,11 @@ CONTENT_PREFIX = "content:"
 """Column and feature-id prefix of content features in data frames and models."""
 
 
-def feature_id(file: str, line: int, pattern: str, is_bytes: bool, flags: int) -> str:
-    """``content:FILE:LINE:regex#DIGEST``: where the program compiled the pattern, and which pattern."""
+def feature_id(file: str, line: int, pattern: str, is_bytes: bool, flags: int, kind: str = "regex") -> str:
+    """``content:FILE:LINE:KIND#DIGEST``: where the program compiled the pattern, which pattern, and whether
+    it is one regex (``regex``) or the alternation of a scanner's rules (``scanner``)."""
     digest = hashlib.sha256(f"{int(is_bytes)}:{flags}:{pattern}".encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{CONTENT_PREFIX}{file}:{line}:regex#{digest}"
+    return f"{CONTENT_PREFIX}{file}:{line}:{kind}#{digest}"
 
 
 def compile_feature(feature: dict) -> re.Pattern:

@@ -15,8 +15,9 @@ folder: each process writes ``regex-PID.json`` there at exit) and ``MANTIS_REGEX
 root folder) in the environment, and optionally ``MANTIS_REGEX_PACKAGES``: installed packages (their
 folders, or module files, separated by ``os.pathsep``) whose files count as the program's too, named from
 the folder above them (``sqlparse/lexer.py``), as a campaign's ``include`` names them. Each file: ``{"format", "version", "root", "patterns": [{"pattern",
-"bytes", "flags", "file", "line", "qualname", "via" (where a helper compiled it)}]}``; a bytes pattern
-is stored latin-1 decoded. Not recorded: processes that end through ``os._exit`` or a signal, child
+"bytes", "flags", "file", "line", "qualname", "via" (where a helper compiled it), "order" (when, among the
+patterns this process noted: a lexer that compiles its rules in a list has them in the order it tries
+them)}]}``; a bytes pattern is stored latin-1 decoded. Not recorded: processes that end through ``os._exit`` or a signal, child
 processes. Standard library only.
 """
 
@@ -116,7 +117,7 @@ class Probe:
         found = {
             "pattern": compiled.pattern.decode("latin-1") if is_bytes else compiled.pattern,
             "bytes": is_bytes, "flags": int(compiled.flags), "file": rel, "line": frame.f_lineno,
-            "qualname": _qualname(frame),
+            "qualname": _qualname(frame), "order": len(self.found),
         }
         if via:
             found["via"] = via

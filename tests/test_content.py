@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mantispy.content.choose import choose
-from mantispy.content.discover import candidates_from, read_probe_files
+from mantispy.content.discover import alternation, candidates_from, read_probe_files, scanners_from
 from mantispy.content.measure import Measured, measure
 from mantispy.content.types import ContentError, ContentFeature, ContentTable, read_table, table_from_json
 from mantispy.runtime import regex_probe
@@ -166,6 +167,84 @@ def _probe_dir(root: Path, tmp_path: Path) -> Path:
     return out
 
 
+SCANNER_PROGRAM = {
+    "lexer.py": """\
+import re
+
+# The rules a lexer tries in this order at each position (sorted by text, "." would come first and
+# match every character: the order is part of the scanner).
+RULES = [(r"\\s+", "space"), (r"[a-z]+", "word"), (r"[a-z]", "letter"), (r"\\d+", "number"), (r"#[^\\n]*", "comment"),
+         (r".", "other")]
+COMPILED = [(re.compile(rx, re.IGNORECASE).match, kind) for rx, kind in RULES]
+
+def tokens(text):
+    pos = 0
+    while pos < len(text):
+        for match, kind in COMPILED:
+            m = match(text, pos)
+            if m:
+                yield kind, m.group()
+                pos = m.end()
+                break
+        else:
+            yield "error", text[pos]
+            pos += 1
+""",
+    "main.py": """\
+import sys
+from lexer import tokens
+print(sum(1 for _ in tokens(open(sys.argv[1]).read())))
+""",
+}
+
+
+def test_a_scanner_counts_the_tokens_of_the_programs_own_lexer(tmp_path):
+    """The rules one place compiled, alternated in the order it compiled them, count what the program's
+    lexer loop yields (issue 18: the tokenizer run on the input by itself, at C speed)."""
+    root = tmp_path / "app"
+    root.mkdir()
+    for name, text in SCANNER_PROGRAM.items():
+        (root / name).write_text(text)
+    text = "SELECT a1, b FROM t # two words\n  where x = 42;\n" * 3
+    (tmp_path / "in.txt").write_text(text)
+    proc = _probe(root, tmp_path / "probe", "in.txt")
+    assert proc.returncode == 0, proc.stderr
+    candidates = candidates_from(read_probe_files(tmp_path / "probe"))
+    scanners = [c for c in candidates if c.kind == "scanner"]
+    assert [(c.file, c.line, c.parts) for c in scanners] == [("lexer.py", 7, 6)]
+    assert scanners[0].id.startswith("content:lexer.py:7:scanner#")
+    assert len([c for c in candidates if c.kind == "regex" and c.file == "lexer.py"]) == 6
+    values = content_values([c.runtime() for c in scanners], ["in.txt"], str(tmp_path))
+    assert values[scanners[0].id] == int(proc.stdout)
+    assert int(proc.stdout) != len(text)  # rules in text order ("." first) would count every character
+
+
+def _record(pattern: str, order: int, process: int = 0, line: int = 4, flags: int = 32, file: str = "lex.py") -> dict:
+    return {"pattern": pattern, "bytes": False, "flags": flags, "file": file, "line": line, "qualname": "Lexer.setup",
+            "order": order, "process": process}
+
+
+def test_scanners_keep_the_compile_order_of_the_process_that_compiled_most_at_one_place():
+    records = [_record("b", 1), _record("a", 0), _record("c", 2),  # process 0: a, b, c
+               _record("z", 5, process=1), _record("a", 3, process=1), _record("b", 4, process=1),
+               _record("q", 6, process=1),  # process 1: a, b, z, q (the most)
+               _record("x", 0, line=9), _record("y", 1, line=9),  # two rules: not a scanner
+               _record("m", 0, line=12), _record("n", 1, line=12, flags=0), _record("o", 2, line=12)]  # flags differ
+    scanners = scanners_from(records)
+    assert [(s.line, s.parts, s.pattern) for s in scanners] == [(4, 4, "(?:a)|(?:b)|(?:z)|(?:q)")]
+    assert scanners[0].qualname == "Lexer.setup" and scanners[0].kind == "scanner"
+
+
+def test_an_alternation_matches_as_the_rules_do_one_by_one_or_is_not_offered():
+    assert alternation(["a+", "(?i)b", "c"], False, 0) == "(?:a+)|(?:(?i:b))|(?:c)"
+    assert re.compile(alternation(["a+", "(?i)b", "c"], False, 0)).findall("aaBc") == ["aa", "B", "c"]
+    assert alternation([r"(.)\1", "b", "c"], False, 0) is None  # a group number would point elsewhere
+    assert alternation(["(?P<n>a)", "(?P<n>b)", "c"], False, 0) is None  # a group name defined twice
+    verbose = alternation(["a  # the letter a", "b", "c"], False, re.VERBOSE)
+    assert re.compile(verbose, re.VERBOSE).findall("abc") == ["a", "b", "c"]  # a comment ends with its rule
+    assert re.compile(alternation(["\xe9", "b", "c"], True, 0).encode("latin-1")).findall("é".encode("latin-1")) == [b"\xe9"]
+
+
 def test_feature_ids_are_stable_and_tell_patterns_apart():
     a = feature_id("lex.py", 3, r"\w+", False, 32)
     assert a == feature_id("lex.py", 3, r"\w+", False, 32)
@@ -252,6 +331,28 @@ def test_a_bad_table_names_its_field(tmp_path):
         read_table(tmp_path / "x.json")
 
 
+def test_a_scanner_reads_back_and_a_table_from_before_scanners_reads_as_regexes(tmp_path):
+    scanner = ContentFeature(id=feature_id("p.py", 2, "(?:a)|(?:b)|(?:c)", False, 32, kind="scanner"),
+                             pattern="(?:a)|(?:b)|(?:c)", bytes=False, flags=32, file="p.py", line=2, qualname="f",
+                             kind="scanner", parts=3)
+    table = _table()
+    table.candidates.append(scanner)
+    table.save(tmp_path / "content.json")
+    assert read_table(tmp_path / "content.json") == table
+    old = _table().to_json()
+    for cand in old["candidates"]:
+        del cand["kind"], cand["parts"]
+    assert table_from_json(old) == _table()
+    doc = table.to_json()
+    doc["candidates"][1]["kind"] = "lexer"
+    with pytest.raises(ContentError, match=r"candidates\[1\]: field 'kind' must be one of regex, scanner"):
+        table_from_json(doc)
+    doc = table.to_json()
+    doc["candidates"][0]["parts"] = 3
+    with pytest.raises(ContentError, match=r"candidates\[0\]: field 'parts' must be 1 for a regex"):
+        table_from_json(doc)
+
+
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
                     max_leaves=8)
@@ -259,7 +360,8 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
 
 @settings(max_examples=200, deadline=None)
 @given(path=st.lists(st.sampled_from(["candidates", 0, "id", "line", "bytes", "values", "i1", "chosen", "reasons",
-                                      "seconds", "key", "version", "format", "flags", "pattern"]), min_size=1, max_size=3),
+                                      "seconds", "key", "version", "format", "flags", "pattern", "kind", "parts"]), min_size=1,
+                      max_size=3),
        value=JSON)
 def test_the_table_reader_says_content_error_or_reads_any_mutation(path, value):
     doc = json.loads(json.dumps(_table().to_json()))

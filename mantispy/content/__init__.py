@@ -7,7 +7,8 @@ program's regular expressions, counted over the input files at C speed:
 * :mod:`.types`: the artefact (:class:`ContentTable`: the candidate patterns, their values and costs
   per input, their selection), its JSON reader;
 * :mod:`.discover`: which patterns the program compiles, from a few training runs of the original
-  program under :mod:`mantispy.runtime.regex_probe`;
+  program under :mod:`mantispy.runtime.regex_probe`, and the scanners among them (the rules one place
+  compiled, as one alternation: the lexer's token count);
 * :mod:`.measure`: every candidate's value and cost on given inputs, in a child process with a time limit
   (:mod:`mantispy.runtime.content`, which predictor packages also carry);
 * :mod:`.choose`: which candidates a build offers its models: deterministic, cheap within the budget,

@@ -1,11 +1,15 @@
 """Which regular expressions a program compiles: a few untimed runs of the original program under
 :mod:`mantispy.runtime.regex_probe`, their patterns merged into :class:`~mantispy.content.types.ContentFeature`
-candidates (one per pattern and flags, at the first place the program compiled it)."""
+candidates: one per pattern and flags, at the first place the program compiled it, and one *scanner* per
+place that compiled at least :data:`MIN_SCANNER_PARTS` patterns with the same flags (a lexer's rules, as
+sqlparse compiles its ~80 in one list): their alternation in the order the program compiled them, which
+counts the tokens the lexer makes where each pattern alone counts one kind of them."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -24,21 +28,81 @@ def probing_argv(argv: list[str]) -> list[str]:
     return [argv[0], *LAUNCHER, *argv[1:]]
 
 
+MIN_SCANNER_PARTS = 3
+"""The fewest patterns one place must compile (with the same flags) to be offered as a scanner."""
+
+PROCESS = "process"
+"""Key :func:`read_probe_files` adds to each record: which probed process (file) noted it."""
+
+_GROUP_REFERENCE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(")
+"""A back-reference or conditional by group: its number would point elsewhere inside an alternation."""
+_GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
+
+
 def read_probe_files(folder: Path) -> list[dict]:
-    """The pattern records of every probed process that wrote into ``folder`` (unreadable files skipped)."""
+    """The pattern records of every probed process that wrote into ``folder`` (unreadable files skipped),
+    each with the number of its process under :data:`PROCESS`."""
     found: list[dict] = []
-    for path in sorted(Path(folder).glob("regex-*.json")):
+    for number, path in enumerate(sorted(Path(folder).glob("regex-*.json"))):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("format") == regex_probe.FORMAT and isinstance(data.get("patterns"), list):
-            found.extend(p for p in data["patterns"] if isinstance(p, dict))
+            found.extend({**p, PROCESS: number} for p in data["patterns"] if isinstance(p, dict))
+    return found
+
+
+def alternation(patterns: list[str], is_bytes: bool, flags: int) -> str | None:
+    """The patterns as one alternation tried in their order, or None where that would not match as they
+    do one by one (group references, global flags that cannot be scoped, a pattern that does not compile)."""
+    parts = []
+    verbose = bool(flags & re.VERBOSE)
+    for pattern in patterns:
+        if _GROUP_REFERENCE.search(pattern):
+            return None
+        scoped = _GLOBAL_FLAGS.match(pattern)
+        if scoped:  # "(?i)rest" is allowed only at the start of the whole expression: "(?i:rest)" is the same
+            pattern = f"(?{scoped.group(1)}:{pattern[scoped.end():]}{chr(10) if verbose else ''})"
+        parts.append(f"(?:{pattern}{chr(10) if verbose else ''})")  # a verbose pattern's comment ends at a newline
+    joined = "|".join(parts)
+    try:
+        re.compile(joined.encode("latin-1") if is_bytes else joined, flags)
+    except (re.error, UnicodeEncodeError, ValueError, OverflowError, RecursionError):
+        return None
+    return joined
+
+
+def scanners_from(records: list[dict]) -> list[ContentFeature]:
+    """One scanner per (file, line, bytes, flags) where one process compiled at least
+    :data:`MIN_SCANNER_PARTS` patterns, in the order that process compiled them (the process that
+    compiled the most there)."""
+    sites: dict[tuple, dict[int, list[dict]]] = {}
+    for rec in records:
+        try:
+            key = (str(rec["file"]), int(rec["line"]), bool(rec["bytes"]), int(rec["flags"]))
+            int(rec.get("order", 0))
+        except (KeyError, TypeError, ValueError):
+            continue
+        sites.setdefault(key, {}).setdefault(int(rec.get(PROCESS, 0)), []).append(rec)
+    found: list[ContentFeature] = []
+    for (file, line, is_bytes, flags), by_process in sorted(sites.items()):
+        best = max(by_process.values(), key=len)  # max keeps the first (lowest process number) of equal lengths
+        rules = [str(r["pattern"]) for r in sorted(best, key=lambda r: int(r.get("order", 0)))]
+        if len(rules) < MIN_SCANNER_PARTS:
+            continue
+        pattern = alternation(rules, is_bytes, flags)
+        if pattern is None:
+            continue
+        found.append(ContentFeature(id=feature_id(file, line, pattern, is_bytes, flags, kind="scanner"), pattern=pattern,
+                                    bytes=is_bytes, flags=flags, file=file, line=line,
+                                    qualname=str(best[0].get("qualname", "")), kind="scanner", parts=len(rules)))
     return found
 
 
 def candidates_from(records: list[dict]) -> list[ContentFeature]:
-    """One candidate per (pattern, bytes, flags), at its first place in file and line order."""
+    """One candidate per (pattern, bytes, flags), at its first place in file and line order, and the
+    scanners of :func:`scanners_from`."""
     found: dict[str, ContentFeature] = {}
     for rec in sorted(records, key=lambda r: (str(r.get("file")), int(r.get("line", 0)), str(r.get("pattern")))):
         try:
@@ -50,7 +114,7 @@ def candidates_from(records: list[dict]) -> list[ContentFeature]:
         if key not in found:
             found[key] = ContentFeature(id=feature_id(file, line, pattern, is_bytes, flags), pattern=pattern,
                                         bytes=is_bytes, flags=flags, file=file, line=line, qualname=qualname)
-    return sorted(found.values(), key=lambda c: c.id)
+    return sorted([*found.values(), *scanners_from(records)], key=lambda c: c.id)
 
 
 def discover(spec, input_ids: list[str], jobs: int = 1,

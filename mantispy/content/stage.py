@@ -121,11 +121,17 @@ def describe(table: ContentTable, fid: str) -> dict[str, Any]:
     cand = table.feature(fid)
     if cand is None:
         return {}
-    shown = cand.pattern if len(cand.pattern) <= 80 else cand.pattern[:77] + "..."
+    accepted = ("computed by the predictor at C speed, accepted by its correlation with the cost on the training "
+                "inputs and by counting again, not by equality with an instrumented counter; " + table.reasons.get(fid, ""))
+    if cand.kind == "scanner":
+        snippet = f"scanner: the {cand.parts} patterns compiled here, tried in order"
+        detail = (f"tokens of the program's own scanner in the input files: matches of the alternation of the {cand.parts} "
+                  f"patterns {cand.file}:{cand.line} compiled, in the order it compiled them, as a lexer tries its rules "
+                  f"(a content feature: {accepted})")
+    else:
+        shown = cand.pattern if len(cand.pattern) <= 80 else cand.pattern[:77] + "..."
+        snippet = f"re.compile({shown!r})"
+        detail = f"matches of the program's own regular expression in the input files (a content feature: {accepted})"
     return {"kind": "content", "file": cand.file, "line": cand.line, "end_line": cand.line, "qualname": cand.qualname,
-            "snippet": f"re.compile({shown!r})",
-            "detail": ("matches of the program's own regular expression in the input files (a content feature: "
-                       "computed by the predictor at C speed, accepted by its correlation with the cost on the "
-                       "training inputs and by counting again, not by equality with an instrumented counter; "
-                       + table.reasons.get(fid, "") + ")")}
+            "snippet": snippet, "detail": detail}
 

@@ -22,14 +22,19 @@ class ContentError(ValueError):
     """A content artefact that cannot be read; the message names the field."""
 
 
+KINDS = ("regex", "scanner")
+"""``regex``: one pattern the program compiled; ``scanner``: the alternation, in the order the program
+compiled them, of the patterns one place compiled (a lexer's rules), counting the tokens it makes."""
+
+
 @dataclass(frozen=True)
 class ContentFeature:
     """A regular expression the program compiled, as a feature: its matches in the input files."""
 
     id: str
-    """``content:FILE:LINE:regex#DIGEST`` (see :func:`mantispy.runtime.content.feature_id`)."""
+    """``content:FILE:LINE:KIND#DIGEST`` (see :func:`mantispy.runtime.content.feature_id`)."""
     pattern: str
-    """The pattern's text (a bytes pattern latin-1 decoded)."""
+    """The pattern's text (a bytes pattern latin-1 decoded); a scanner's alternation of its rules."""
     bytes: bool
     """Whether the program compiled a bytes pattern."""
     flags: int
@@ -40,6 +45,10 @@ class ContentFeature:
     """The line that compiled it."""
     qualname: str
     """The function (or ``<module>``) that compiled it."""
+    kind: str = "regex"
+    """One of :data:`KINDS`."""
+    parts: int = 1
+    """How many of the program's patterns the feature's pattern alternates (1 for a ``regex``)."""
 
     def runtime(self) -> dict[str, Any]:
         """What :mod:`mantispy.runtime.content` takes."""
@@ -96,9 +105,15 @@ def feature_from_json(data: Any, where: str = "candidate") -> ContentFeature:
     line = _need(data, "line", int, where)
     if line < 0:
         raise ContentError(f"{where}: field 'line' must not be negative")
+    kind = _need(data, "kind", str, where) if "kind" in data else "regex"  # tables written before scanners
+    if kind not in KINDS:
+        raise ContentError(f"{where}: field 'kind' must be one of {', '.join(KINDS)}, not {kind!r}")
+    parts = _need(data, "parts", int, where) if "parts" in data else 1
+    if parts < 1 or (kind == "regex" and parts != 1):
+        raise ContentError(f"{where}: field 'parts' must be 1 for a regex and at least 1 for a scanner, not {parts}")
     return ContentFeature(id=fid, pattern=_need(data, "pattern", str, where), bytes=_need(data, "bytes", bool, where),
                           flags=_need(data, "flags", int, where), file=_need(data, "file", str, where), line=line,
-                          qualname=_need(data, "qualname", str, where))
+                          qualname=_need(data, "qualname", str, where), kind=kind, parts=parts)
 
 
 def _numbers(data: Any, where: str) -> dict[str, dict[str, float]]:
