@@ -9,8 +9,9 @@ lines, queries), so a model can use it where the slices of those counters cost a
 
 A scanner feature is the same count for the alternation of every rule a lexer compiled at one place, in
 the order it tries them (``(?:rule1)|(?:rule2)|...``): scanning from the start, the first rule that
-matches at a position wins, as in the lexer's own loop, so the count is the number of tokens it makes
-(less the characters no rule matches, which such a lexer emits as error tokens).
+matches at a position wins, as in the lexer's own loop, so the count follows the number of tokens it
+makes (not exactly: the search skips characters no rule matches, where such a lexer emits an error token,
+and rules the program applies by code rather than by pattern are not in it).
 
 A feature is a dict ``{"id", "pattern", "bytes", "flags"}`` (a bytes pattern is stored latin-1
 decoded); :func:`feature_id` names it. Files are read as bytes; a str pattern searches their UTF-8
