@@ -304,6 +304,33 @@ def test_choose_offers_cheap_informative_new_candidates_only():
     assert reasons[chosen[0]].startswith("offered")
 
 
+def test_an_offered_scanner_supersedes_the_rules_compiled_at_its_place():
+    ids = [str(n) for n in range(12)]
+    size = {i: float(1000 + 100 * n) for n, i in enumerate(ids)}
+    words = {i: float(40 + 29 * ((n * 5) % 12)) for n, i in enumerate(ids)}
+    numbers = {i: float(10 + 13 * ((n * 7) % 12)) for n, i in enumerate(ids)}
+    cost = {i: 0.1 + (words[i] + numbers[i]) / 500 for i in ids}
+    scanner = ContentFeature(id=feature_id("lex.py", 4, "(?:w)|(?:n)|(?:s)", False, 32, kind="scanner"),
+                             pattern="(?:w)|(?:n)|(?:s)", bytes=False, flags=32, file="lex.py", line=4,
+                             qualname="Lexer.setup", kind="scanner", parts=3)
+    word, number = _candidate("w"), _candidate("n")
+    word, number = (ContentFeature(**{**c.__dict__, "file": "lex.py", "line": 4}) for c in (word, number))
+    elsewhere = _candidate("e", 9)
+    values = {i: {scanner.id: words[i] + numbers[i] + 3, word.id: words[i], number.id: numbers[i],
+                  elsewhere.id: numbers[i] * 2 + words[i] / 3} for i in ids}
+    seconds = {i: {c: 0.001 for c in values[i]} for i in ids}
+    everything = [word, number, scanner, elsewhere]
+    chosen, reasons = choose(everything, Measured(values, seconds), {"cpu_s": cost}, dict(cost), size, max_cost=0.05)
+    assert chosen[0] == scanner.id and elsewhere.id in chosen  # scanners first; another place's pattern stays
+    for rule in (word, number):
+        assert reasons[rule.id] == f"counted by the scanner offered at its place ({scanner.id})"
+    for i in ids:  # a scanner too expensive to offer leaves its rules to compete as before
+        seconds[i][scanner.id] = cost[i]
+    chosen, reasons = choose(everything, Measured(values, seconds), {"cpu_s": cost}, dict(cost), size, max_cost=0.05)
+    assert scanner.id not in chosen and word.id in chosen and number.id in chosen
+    assert reasons[scanner.id].startswith("too expensive")
+
+
 def _table() -> ContentTable:
     cand = _candidate(r"\w+")
     return ContentTable(key="k", candidates=[cand], values={"i1": {cand.id: 3.0}}, seconds={"i1": {cand.id: 0.01}},

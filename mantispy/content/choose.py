@@ -9,7 +9,11 @@ A candidate is offered when, on the training inputs, it is
 * new: not a copy of the input's size (the black box has that) nor of a candidate already offered
   (|Pearson r| of the logs at least :data:`COPY_CORRELATION`).
 
-At most ``limit`` are offered, the most correlated first; every other candidate gets its reason.
+At most ``limit`` are offered, scanners first, then the most correlated; every other candidate gets its
+reason. An offered scanner supersedes the single patterns compiled at its place: their counts are parts
+of its count, and offering both gives a fit on tens of training inputs collinear columns to trade against
+each other (sqlparse, ten fresh train/test splits: mean CPU-time error 16.1 % with the lexer's rules beside
+its scanner, 14.3 % with the scanner alone; the model better than the black box in 5 and 9 of them).
 Determinism (the same value when counted again) is checked by the build on its cost inputs.
 """
 
@@ -81,14 +85,21 @@ def choose(candidates: list[ContentFeature], measured: Measured, metrics: dict[s
             reasons[cand.id] = "moves with the input files' size (the black box has that)"
             continue
         scored.append((best, cand.id, values))
+    by_id = {c.id: c for c in candidates}
+    scanned: dict[tuple[str, int], str] = {}  # place -> the scanner offered there
     chosen: list[tuple[str, np.ndarray]] = []
-    for best, fid, values in sorted(scored, key=lambda s: (-s[0], s[1])):
+    for best, fid, values in sorted(scored, key=lambda s: (by_id[s[1]].kind != "scanner", -s[0], s[1])):
+        cand = by_id[fid]
         copy = next((other for other, v in chosen if _log_copy(values, v) >= COPY_CORRELATION), None)
-        if copy is not None:
+        if cand.kind == "regex" and (cand.file, cand.line) in scanned:
+            reasons[fid] = f"counted by the scanner offered at its place ({scanned[(cand.file, cand.line)]})"
+        elif copy is not None:
             reasons[fid] = f"a copy of {copy}"
         elif len(chosen) >= limit:
             reasons[fid] = f"rank correlation {best:.2f}: {limit} better candidates offered"
         else:
             chosen.append((fid, values))
             reasons[fid] = f"offered: rank correlation {best:.2f} with a metric on {len(ids)} training inputs"
+            if cand.kind == "scanner":
+                scanned[(cand.file, cand.line)] = fid
     return [fid for fid, _ in chosen], reasons

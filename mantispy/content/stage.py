@@ -15,6 +15,8 @@ from mantispy.runtime import content as content_runtime
 from mantispy.runtime import regex_probe
 from mantispy.runtime.descriptors import describe_input
 
+from . import choose as choosing
+from . import discover as discovering
 from .choose import choose
 from .discover import discover
 from .measure import Measured, input_files, measure
@@ -30,7 +32,7 @@ TABLE_FILE = "content.json"
 
 def _key(source_hash: str, record_ids: list[str], train_ids: list[str], max_cost: float) -> str:
     digest = hashlib.sha256()
-    for module in (content_runtime, regex_probe):
+    for module in (content_runtime, regex_probe, discovering, choosing):  # what finds, counts and chooses them
         digest.update(Path(str(module.__file__)).read_bytes())
     digest.update(",".join(sorted(record_ids)).encode())
     digest.update(",".join(sorted(train_ids)).encode())
