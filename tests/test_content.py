@@ -541,3 +541,20 @@ def test_no_content_features_keeps_them_out(sql_build, tmp_path):
     model = record.metrics["cpu_s"].model
     assert not any(f.startswith("content:") for f in model["scaling"])
     assert not record.evaluator.fidelity.get("content_features")
+
+
+def test_the_content_tables_cache_key_changes_with_the_code_that_chooses(tmp_path, monkeypatch):
+    """A cached content.json was reused after the choosing rules changed (its key covered only the probe
+    and the counting code), so a build kept offering what the old rules chose."""
+    from mantispy.content import choose as choosing
+    from mantispy.content import discover as discovering
+    from mantispy.content import stage
+
+    before = stage._key("src", ["a", "b"], ["a"], 0.05)
+    for module in (choosing, discovering):
+        changed = tmp_path / f"{module.__name__}.py"
+        changed.write_bytes(Path(module.__file__).read_bytes() + b"\n# another rule\n")
+        with monkeypatch.context() as patch:
+            patch.setattr(module, "__file__", str(changed))
+            assert stage._key("src", ["a", "b"], ["a"], 0.05) != before
+    assert stage._key("src", ["a", "b"], ["a"], 0.05) == before
