@@ -2,7 +2,7 @@
 :mod:`mantispy.runtime.regex_probe`, their patterns merged into :class:`~mantispy.content.types.ContentFeature`
 candidates: one per pattern and flags, at the first place the program compiled it, and one *scanner* per
 place that compiled at least :data:`MIN_SCANNER_PARTS` patterns with the same flags (a lexer's rules, as
-sqlparse compiles its ~80 in one list): their alternation in the order the program compiled them, which
+sqlparse compiles its 50 in one list): their alternation in the order the program compiled them, which
 counts the tokens the lexer makes where each pattern alone counts one kind of them."""
 
 from __future__ import annotations
