@@ -518,8 +518,12 @@ def test_a_model_using_content_features_predicts_from_its_package(sql_build, tmp
     assert fidelity["content_features"] == used
     if not used:
         pytest.skip("cross-validation chose a model without content features on this run")
-    described = model["features"][used[0]]
-    assert described["kind"] == "content" and "regular expression" in described["detail"]
+    table = read_table(root / "work" / "content.json")
+    for fid in used:  # a scanner or a single regex, whichever cross-validation kept, says which it is
+        described, candidate = model["features"][fid], table.feature(fid)
+        assert described["kind"] == "content" and candidate is not None
+        said = "alternation of the" if candidate.kind == "scanner" else "regular expression"
+        assert said in described["detail"] and (described["file"], described["line"]) == (candidate.file, candidate.line)
     code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import predictor as p; "
             "print(json.dumps([p.predict([sys.argv[2]], cwd=sys.argv[3]), p.content_numbers([sys.argv[2]], cwd=sys.argv[3])]))")
     proc = subprocess.run([sys.executable, "-c", code, str(out.parent), "sql/q00.sql", str(root)],
@@ -527,7 +531,6 @@ def test_a_model_using_content_features_predicts_from_its_package(sql_build, tmp
     assert proc.returncode == 0, proc.stderr
     estimate, numbers = json.loads(proc.stdout)
     assert estimate["cpu_s"] > 0
-    table = read_table(root / "work" / "content.json")
     assert numbers == {f: table.values["q00"][f] for f in used}
 
 
