@@ -702,12 +702,16 @@ class Builder:
         return sorted(bad)
 
     def fit(self, store: RunStore, campaign, metric: str, excluded: set[str], sensitivity: bool) -> dict[str, Any]:
+        """A model of ``metric`` without the ``excluded`` features. ``sensitivity``: the metric's final fit, the
+        one kept (with its sensitivity analyses and an interval from leave-one-input-out refits); a cost-loop
+        round's interval is not kept, so it takes the selection's out-of-fold residuals."""
         request = FitRequest(metric=metric, degree=self.options.degree, train_fraction=self.options.train_fraction,
                              method=self.options.method, seed=self.options.seed, exclude=tuple(sorted(excluded)),
                              sensitivity=sensitivity, metrics_from="original", constant_fallback=True,
                              form=self.options.form, inputs=self.options.inputs, solver=self.options.solver,
                              unusable_inputs=tuple(getattr(self, "unusable_inputs", ())),
-                             extra_features=self.content_columns)
+                             extra_features=self.content_columns,
+                             interval_from="leave-one-input-out" if sensitivity else "out-of-fold")
         try:
             model = fit_campaign(store, campaign.name, request)
         except ModelingError as exc:

@@ -54,6 +54,8 @@ def test_build_writes_a_complete_predictor_package(built):
     for path in out.rglob("*.py"):
         assert not re.search(r"^\s*(import|from)\s+mantispy", path.read_text(), re.M), path
     assert set(record["metrics"]) == {"wall_s", "cpu_s", "work_s", "max_rss_kb"}
+    for metric, entry in record["metrics"].items():  # the kept fit's interval, from leave-one-input-out refits
+        assert "leave-one-input-out" in entry["model"]["interval"]["method"], metric
     assert json.loads((out / "build.json").read_text())["build_id"] == record["build_id"]
     readme = (out / "README.md").read_text()
     assert "Accuracy on held-out inputs" in readme and "Cost-loop rounds" in readme

@@ -49,6 +49,9 @@ class FitRequest:
     unusable_inputs: tuple[str, ...] = ()  # descriptor columns a predictor could not compute
     folds: int = 5  # cross-validation folds of the form selection
     levels: tuple[float, float] = selection.DEFAULT_LEVELS  # the prediction interval's quantile levels
+    # the interval's residuals: "leave-one-input-out" (one more fit per training input) or the selection's
+    # "out-of-fold" ones (no more fits: for fits whose interval is not kept)
+    interval_from: str = "leave-one-input-out"
     solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet" (python-glmnet)
     # input id -> {feature id: value}: features computed per input outside the runs (content features)
     extra_features: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -236,7 +239,7 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     model["selection"] = chosen_selection.to_json()
     if weights is not None:
         model["work"] = weights.to_json()
-    band = selection.interval(np.maximum(chosen.predictions, floor), y_train, request.levels)
+    band = _interval(chosen, train, metric_col, y_train, floor, request)
     if band is not None:
         model["interval"] = band
     model["features"] = artefact.describe_features(model, campaign.manifest)
@@ -300,6 +303,25 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
                                                        measured_col, campaign.manifest)
     model["evaluation"] = evaluation
     return model
+
+
+INTERVAL_SOURCES = ("leave-one-input-out", "out-of-fold")
+
+
+def _interval(chosen: selection.Scored, train, metric_col: str, y_train: np.ndarray, floor: float,
+              request: FitRequest) -> dict[str, Any] | None:
+    """The chosen model's prediction interval, from its leave-one-input-out predictions on the training
+    inputs (the selection's out-of-fold ones where a fit left out fails, or where the request asks)."""
+    if request.interval_from not in INTERVAL_SOURCES:
+        raise ModelingError(f"unknown interval source {request.interval_from!r}; choose {' or '.join(INTERVAL_SOURCES)}")
+    if request.interval_from == "out-of-fold":
+        return selection.interval(np.maximum(chosen.predictions, floor), y_train, request.levels)
+    again = selection.leave_one_input_out(chosen, train, train[metric_col].to_numpy(dtype=float),
+                                          train["input_id"].to_numpy(), lambda c: _estimator(request, c), request.seed)
+    if again.problem is None and np.all(np.isfinite(again.predictions)):
+        return selection.interval(np.maximum(again.predictions, floor), y_train, request.levels,
+                                  source="leave-one-input-out predictions")
+    return selection.interval(np.maximum(chosen.predictions, floor), y_train, request.levels)
 
 
 def _constant_model(metric: str, y_train: np.ndarray) -> dict[str, Any]:

@@ -20,7 +20,12 @@ model worse than a constant, or worse than the black box, on cross-validation is
 
 The chosen candidate's out-of-fold residuals also give its prediction interval: the quantiles of
 log(actual / predicted) at the interval's levels, with the finite-sample (conformal) rank
-ceil((n + 1) * level), as factors on the estimate.
+ceil((n + 1) * level), as factors on the estimate. Those residuals come from the chosen candidate fitted
+again leaving one training input out at a time (:func:`leave_one_input_out`): fits on all training inputs
+but one err as the final fit on all of them does, where the selection's five folds hold out a fifth. On
+the suite's builds refitted over 50 fresh train/test splits (30 training inputs each), the held-out
+coverage of the p10-p90 interval fell in 75-85 % in 23 splits instead of 18, its mean 81.0 % instead of
+83.0 %.
 """
 
 from __future__ import annotations
@@ -187,7 +192,16 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
     return selection
 
 
-def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, float] = DEFAULT_LEVELS) -> dict[str, Any] | None:
+def leave_one_input_out(scored: Scored, frame, y: np.ndarray, groups: np.ndarray, make: EstimatorFactory,
+                        seed: int = 0) -> Scored:
+    """``scored``'s candidate scored again with one fold per training input (its repeats together): each
+    input predicted by a fit on all the others."""
+    inputs = len(np.unique(groups))
+    return score(scored.candidate, frame, scored.columns, y, groups, group_folds(groups, inputs, seed), make)
+
+
+def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, float] = DEFAULT_LEVELS,
+             source: str = "out-of-fold predictions") -> dict[str, Any] | None:
     """Factors (low, high) such that [estimate x low, estimate x high] covers the actual value with the
     levels' probability, from out-of-fold predictions (kept, sorted, as ``log_ratios``: the spread the
     interval stands on); None with fewer than 4 usable predictions."""
@@ -203,7 +217,7 @@ def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, f
     hi_rank = min(int(math.ceil(hi_level * (n + 1))), n)
     return {"level": [lo_level, hi_level], "low": float(math.exp(ratios[lo_rank - 1])),
             "high": float(math.exp(ratios[hi_rank - 1])), "n": n,
-            "method": "split-conformal quantiles of log(actual / predicted) over out-of-fold predictions",
+            "method": f"split-conformal quantiles of log(actual / predicted) over {source}",
             "log_ratios": [round(float(r), 6) for r in ratios]}
 
 
