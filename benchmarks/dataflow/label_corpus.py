@@ -1,7 +1,7 @@
 """Build the resource classifier's labelled corpus: real functions of the standard library and of PyPI
 packages, each run on this machine and labelled by what it measurably used.
 
-    python benchmarks/dataflow/label_corpus.py [--out mantispy/dataflow/corpus.json]
+    python benchmarks/dataflow/label_corpus.py [--out mantispy/dataflow/corpus.json] [--new-only CORPUS]
 
 Per function, a driver calls it on prepared data (files in a scratch folder; network functions against
 ``corpus_servers.py``, run as its own process and pacing its links at 25 MB/s with 2 ms latency, as
@@ -21,11 +21,13 @@ The corpus stores, per function, its name, place, label, measurements and its co
 
 from __future__ import annotations
 
+import _pydecimal
 import argparse
 import ast
 import asyncio
 import base64
 import bz2
+import calendar
 import collections
 import colorsys
 import configparser
@@ -38,24 +40,32 @@ import email
 import email.utils
 import filecmp
 import fileinput
+import fnmatch
 import fractions
+import functools
 import glob
 import gzip
+import hashlib
 import heapq
 import hmac
 import html
 import html.parser
 import http.client
+import http.server
 import inspect
 import io
 import json
 import linecache
 import logging
+import logging.handlers
 import lzma
 import mailbox
+import mimetypes
 import multiprocessing.connection
 import os
 import pathlib
+import plistlib
+import pprint
 import random
 import re
 import resource
@@ -64,6 +74,9 @@ import shlex
 import shutil
 import smtplib
 import socket
+import socketserver
+import sqlite3
+import sqlite3.dump
 import statistics
 import string
 import subprocess
@@ -291,7 +304,136 @@ def cpu_cases(scratch: Path) -> list[Case]:
         Case(pd.DataFrame.rank, lambda: frame[["v"]].rank()),
         Case(pd.DataFrame.rolling, lambda: frame["v"].rolling(50).mean()),
     ]
+    cases += _cpu_cases_more(lines, arr, md, src)
     return cases
+
+
+def _cpu_cases_more(lines: list[str], arr, md: str, src: str) -> list[Case]:
+    """scipy, scikit-learn and smaller packages, and more of the standard library."""
+    import cloudpickle
+    import dateutil.parser
+    import jinja2
+    import msgpack.fallback
+    import pygments
+    import pygments.formatters
+    import pygments.lexers
+    import scipy.ndimage
+    import scipy.optimize
+    import scipy.sparse
+    import scipy.sparse.linalg
+    import scipy.spatial
+    import scipy.spatial.distance
+    import scipy.stats
+    import sortedcontainers
+    import toolz
+    import yaml
+    from markdown_it import MarkdownIt
+    from scipy import interpolate, signal
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import PCA
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(5)
+    t = np.linspace(0, 400, 200_000)
+    sig = np.sin(t) + 0.3 * np.sin(7.3 * t) + 0.1 * arr
+    b, a = signal.butter(4, 0.1)
+    img = scipy.ndimage.gaussian_filter(rng.random((500, 500)), 4)
+    points = rng.random((20_000, 3))
+    tree = scipy.spatial.KDTree(points)
+    queries = rng.random((5000, 3))
+    n = 100_000
+    tridiag = scipy.sparse.diags([-np.ones(n - 1), 4 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1], format="csc")
+    rhs = rng.random(n)
+    x = rng.standard_normal((5000, 20))
+    y = (x[:, 0] + 0.5 * x[:, 1] + 0.3 * rng.standard_normal(5000) > 0).astype(int)
+    wide = rng.standard_normal((200_000, 5))
+    sentences = [" ".join(lines[i:i + 12]) for i in range(0, 20000 - 12, 10)]
+    records = [{"id": i, "name": f"item {i}", "tags": ["a", "b", "c"], "price": i * 1.25, "ok": i % 2 == 0} for i in range(3000)]
+    yaml_text = yaml.safe_dump(records[:400])
+    template_src = ("<table>{% for r in rows %}<tr class='{{ loop.cycle('odd', 'even') }}'><td>{{ r.id }}</td>"
+                    "<td>{{ r.name | upper }}</td><td>{{ '%.2f' | format(r.price) }}</td>"
+                    "{% if r.ok %}<td>yes</td>{% else %}<td>no</td>{% endif %}"
+                    "<td>{{ r.tags | join(', ') }}</td></tr>{% endfor %}</table>") * 3
+    env = jinja2.Environment(autoescape=True)
+    template = env.from_string(template_src)
+    dates = [f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00+01:00" for i in range(1500)]
+    keys = rng.permutation(50_000).tolist()
+    names = [f"pkg/mod{i}/file_{i % 97}.{('py', 'txt', 'json', 'csv')[i % 4]}" for i in range(20_000)]
+    mime_names = [f"file{i}.{('html', 'png', 'tar.gz', 'json', 'mp3', 'pdf', 'xyz')[i % 7]}" for i in range(20_000)]
+    patterns = [rf"(?P<w{i}>\b[a-z]{{{i % 7 + 1}}}\d*)\s+(?:alpha|beta{i})[^x]+?$" for i in range(150)]
+    greeting = string.Template("Dear $name, your order $order of ${count} items ships on $day.")
+
+    def decimal_sqrt():
+        with _pydecimal.localcontext() as ctx:
+            ctx.prec = 300
+            return [_pydecimal.Decimal(i).sqrt() for i in range(2, 40)]
+
+    def rebuild_re():
+        re.purge()
+        return [re.compile(p) for p in patterns]
+
+    def sorted_update():
+        sl = sortedcontainers.SortedList()
+        sl.update(keys)
+        return sl
+
+    def sorted_dict():
+        d = sortedcontainers.SortedDict()
+        for k in keys:
+            d[k] = k
+        return d
+
+    return [
+        Case(signal.lfilter, lambda: signal.lfilter(b, a, sig)),
+        Case(signal.find_peaks, lambda: signal.find_peaks(sig, prominence=0.5)),
+        Case(signal.savgol_filter, lambda: signal.savgol_filter(sig, 51, 3)),
+        Case(signal.welch, lambda: signal.welch(sig, nperseg=1024)),
+        Case(signal.fftconvolve, lambda: signal.fftconvolve(sig, sig[:5000], mode="same")),
+        Case(scipy.stats.linregress, lambda: scipy.stats.linregress(arr[:100_000], sig[:100_000])),
+        Case(scipy.stats.spearmanr, lambda: scipy.stats.spearmanr(arr[:50_000], sig[:50_000])),
+        Case(scipy.stats.ttest_ind, lambda: scipy.stats.ttest_ind(arr[:100_000], arr[100_000:])),
+        Case(scipy.stats.gaussian_kde.evaluate, lambda: scipy.stats.gaussian_kde(arr[:2000]).evaluate(np.linspace(-3, 3, 2000))),
+        Case(scipy.ndimage.gaussian_filter, lambda: scipy.ndimage.gaussian_filter(img, 3)),
+        Case(scipy.ndimage.label, lambda: scipy.ndimage.label(img > img.mean())),
+        Case(scipy.spatial.distance.pdist, lambda: scipy.spatial.distance.pdist(points[:1500])),
+        Case(scipy.spatial.KDTree.query, lambda: tree.query(queries, k=5)),
+        Case(scipy.optimize.minimize, lambda: scipy.optimize.minimize(scipy.optimize.rosen, np.full(10, 1.3), method="BFGS")),
+        Case(interpolate.CubicSpline.__init__, lambda: interpolate.CubicSpline(t, sig)),
+        Case(scipy.sparse.linalg.spsolve, lambda: scipy.sparse.linalg.spsolve(tridiag, rhs)),
+        Case(KMeans.fit, lambda: KMeans(n_clusters=8, n_init=1, random_state=0).fit(x)),
+        Case(StandardScaler.fit, lambda: StandardScaler().fit(wide)),
+        Case(PCA.fit, lambda: PCA(n_components=5).fit(x)),
+        Case(LogisticRegression.fit, lambda: LogisticRegression(max_iter=300).fit(x, y)),
+        Case(DecisionTreeClassifier.fit, lambda: DecisionTreeClassifier(random_state=0).fit(x, y)),
+        Case(TfidfVectorizer.fit_transform, lambda: TfidfVectorizer().fit_transform(sentences)),
+        Case(yaml.safe_load, lambda: yaml.safe_load(yaml_text)),
+        Case(yaml.dump, lambda: yaml.dump(records[:300])),
+        Case(jinja2.Environment.from_string, lambda: env.from_string(template_src)),
+        Case(jinja2.Template.render, lambda: template.render(rows=records)),
+        Case(pygments.highlight, lambda: pygments.highlight(src[:30000], pygments.lexers.PythonLexer(),
+                                                            pygments.formatters.HtmlFormatter())),
+        Case(dateutil.parser.parse, lambda: [dateutil.parser.parse(d) for d in dates]),
+        Case(sortedcontainers.SortedList.update, sorted_update),
+        Case(sortedcontainers.SortedDict.__setitem__, sorted_dict),
+        Case(toolz.groupby, lambda: toolz.groupby(len, lines)),
+        Case(toolz.frequencies, lambda: toolz.frequencies(lines)),
+        Case(cloudpickle.dumps, lambda: cloudpickle.dumps(records)),
+        Case(MarkdownIt.render, lambda: MarkdownIt().render(md)),
+        Case(msgpack.fallback.Packer.pack, lambda: msgpack.fallback.Packer().pack(records)),
+        Case(pprint.pformat, lambda: pprint.pformat(records[:1500])),
+        Case(inspect.getsource, lambda: inspect.getsource(difflib)),
+        Case(string.Template.substitute, lambda: [greeting.substitute(name=f"n{i}", order=i, count=i % 9, day="Monday")
+                                                  for i in range(20_000)]),
+        Case(_pydecimal.Decimal.sqrt, decimal_sqrt),
+        Case(fnmatch.filter, lambda: [fnmatch.filter(names, p) for p in ("*.py", "pkg/mod1*/*", "*_[0-9].csv")]),
+        Case(mimetypes.guess_type, lambda: [mimetypes.guess_type(f) for f in mime_names]),
+        Case(plistlib.dumps, lambda: plistlib.dumps({"records": records[:2000]})),
+        Case(calendar.HTMLCalendar.formatyear, lambda: [calendar.HTMLCalendar().formatyear(y) for y in range(2000, 2030)]),
+        Case(re.compile, rebuild_re),
+    ]
 
 
 def memory_cases(scratch: Path) -> list[Case]:
@@ -354,6 +496,44 @@ def memory_cases(scratch: Path) -> list[Case]:
         Case(dataclasses.asdict, lambda: dataclasses.asdict(rec)),
         Case(dataclasses.replace, lambda: dataclasses.replace(rec, b=list(rec.b))),
         Case(pa.Table.from_pandas, lambda: pa.Table.from_pandas(frame)),
+        *_memory_cases_more(base),
+    ]
+
+
+def _memory_cases_more(base) -> list[Case]:
+    """Large allocations: numpy, scipy.sparse, pandas and plain Python containers."""
+    import scipy.sparse
+
+    square = base.reshape(2000, 2000)
+    rng = np.random.default_rng(7)
+    sparse_csr = scipy.sparse.random(2000, 2000, density=0.05, format="csr", random_state=1)
+    sparse_coo = sparse_csr.tocoo()
+    block = scipy.sparse.random(100, 100, density=0.5, format="csr", random_state=2)
+    tall = scipy.sparse.random(200_000, 100, density=0.05, format="csr", random_state=3)
+    left = pd.DataFrame({"key": rng.permutation(1_000_000), "x": rng.random(1_000_000)})
+    right = pd.DataFrame({"key": np.arange(1_000_000), "y": rng.random(1_000_000)})
+    colours = pd.Series(rng.choice(["red", "green", "blue", "cyan", "black", "white", "grey", "pink"], 1_000_000))
+    listed = pd.DataFrame({"id": np.arange(200_000), "vals": [list(range(i % 5, i % 5 + 10)) for i in range(200_000)]})
+    big_list = list(range(3_000_000))
+    return [
+        Case(np.linspace, lambda: np.linspace(0.0, 1.0, 4_000_000)),
+        Case(np.tri, lambda: np.tri(2000)),
+        Case(np.tril, lambda: np.tril(square)),
+        Case(np.triu, lambda: np.triu(square, 1)),
+        Case(np.outer, lambda: np.outer(base[:2000], base[:2000])),
+        Case(np.cumsum, lambda: np.cumsum(base)),
+        Case(np.clip, lambda: np.clip(base, 10.0, 1000.0)),
+        Case(np.diff, lambda: np.diff(base)),
+        Case(np.dstack, lambda: np.dstack([square, square])),
+        Case(scipy.sparse.csr_matrix.toarray, lambda: sparse_csr.toarray()),
+        Case(scipy.sparse.coo_matrix.toarray, lambda: sparse_coo.toarray()),
+        Case(scipy.sparse.kron, lambda: scipy.sparse.kron(scipy.sparse.eye(1000), block)),
+        Case(scipy.sparse.hstack, lambda: scipy.sparse.hstack([tall, tall], format="csr")),
+        Case(pd.merge, lambda: pd.merge(left, right, on="key")),
+        Case(pd.get_dummies, lambda: pd.get_dummies(colours)),
+        Case(pd.DataFrame.explode, lambda: listed.explode("vals")),
+        Case(copy.copy, lambda: copy.copy(big_list)),
+        Case(collections.UserList.__init__, lambda: collections.UserList(big_list)),
     ]
 
 
@@ -445,7 +625,145 @@ def disk_cases(scratch: Path) -> list[Case]:
         Case(io.BufferedReader.readinto, lambda: _read_blocks(blob)),
         Case(os.walk, lambda: [sum(len(f) for _, _, f in os.walk(tree)) for _ in range(3)] and _read_tree(tree)),
         Case(glob.glob, lambda: [Path(p).read_bytes() for p in glob.glob(str(tree / "*.bin"))]),
+        *_disk_cases_more(scratch, frame, blob, text_file, records, payload, fresh, cleanup_after),
     ]
+
+
+def _disk_cases_more(scratch: Path, frame, blob: Path, text_file: Path, records, payload, fresh, cleanup_after) -> list[Case]:
+    """Files through pyarrow, fsspec, cloudpickle, Whoosh, numpy text files and more of the standard library."""
+    import cloudpickle
+    import fsspec
+    import fsspec.implementations.local
+    import fsspec.spec
+    import pyarrow.dataset as ds
+    import pyarrow.feather as feather
+    from whoosh import fields, index
+
+    table = pa.Table.from_pandas(frame)
+    ds.write_dataset(table, scratch / "dataset", format="parquet")
+    db_path = scratch / "rows.sqlite"
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("create table rows (id integer primary key, name text, score real)")
+        conn.executemany("insert into rows values (?, ?, ?)", ((i, f"name {i}", i * 0.25) for i in range(30_000)))
+    conn.close()
+    with gzip.open(scratch / "lines.txt.gz", "wb") as fh:
+        fh.write(text_file.read_bytes())
+    noise = os.urandom(1_000_000)
+    with lzma.open(scratch / "noise.xz", "wb", preset=0) as fh:
+        fh.write(os.urandom(3_000_000))
+    fs = fsspec.filesystem("file")
+    grid = np.random.default_rng(4).standard_normal((50_000, 4))
+    schema = fields.Schema(title=fields.TEXT(stored=True), body=fields.TEXT, n=fields.NUMERIC(stored=True))
+    words = text_file.read_text()[:400_000].split()
+    docs = [(f"document {i}", " ".join(words[i * 40:(i + 1) * 40]), i) for i in range(1500)]
+    logger = logging.getLogger("corpus-rotating")
+    logger.propagate = False
+
+    def parquet_writer(path: Path) -> None:
+        with pq.ParquetWriter(path, table.schema, compression="none") as writer:
+            for start in range(0, table.num_rows, 100_000):
+                writer.write_table(table.slice(start, 100_000))
+
+    def whoosh_index(path: Path) -> None:
+        path.mkdir()
+        ix = index.create_in(str(path), schema)
+        writer = ix.writer()
+        for title, body, n in docs:
+            writer.add_document(title=title, body=body, n=n)
+        writer.commit()
+
+    def csv_rows(path: Path) -> None:
+        with open(path, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=["a", "b"])
+            writer.writeheader()
+            writer.writerows(records)
+
+    def plist(path: Path) -> None:
+        with open(path, "wb") as fh:
+            plistlib.dump(payload, fh)
+
+    def pickle_to(path: Path) -> None:
+        with open(path, "wb") as fh:
+            cloudpickle.dump(frame, fh)
+
+    def digest() -> str:
+        with open(blob, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+
+    def dump_sql() -> int:
+        conn = sqlite3.connect(db_path)
+        try:
+            return sum(len(line) for line in conn.iterdump())
+        finally:
+            conn.close()
+
+    def bz2_write(path: Path) -> None:
+        with bz2.open(path, "wb", compresslevel=1) as fh:
+            fh.write(noise)
+
+    def lzma_read() -> int:
+        with lzma.open(scratch / "noise.xz") as fh:
+            return len(fh.read())
+
+    def gzip_read() -> int:
+        with gzip.open(scratch / "lines.txt.gz") as fh:
+            return len(fh.read())
+
+    def rotating(path: Path) -> None:
+        handler = logging.handlers.RotatingFileHandler(path, maxBytes=200_000, backupCount=3)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        for i in range(5000):
+            logger.info("event %d %s", i, "r" * 60)
+        logger.removeHandler(handler)
+        handler.close()
+
+    def zip_members() -> int:
+        with zipfile.ZipFile(scratch / "z.zip") as zf:
+            return sum(len(zf.open(name).read()) for name in zf.namelist())
+
+    def tar_members() -> int:
+        with tarfile.open(scratch / "t.tar") as tar:
+            return sum(len(tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile())
+
+    return [
+        Case(pq.ParquetFile.read, lambda: pq.ParquetFile(scratch / "f.parquet").read()),
+        Case(pq.ParquetWriter.write_table, cleanup_after(lambda: parquet_writer(fresh("w.parquet")))),
+        Case(ds.write_dataset, cleanup_after(lambda: ds.write_dataset(table, fresh("ds"), format="parquet"))),
+        Case(ds.dataset, lambda: ds.dataset(scratch / "dataset", format="parquet").to_table()),
+        Case(feather.write_feather, cleanup_after(lambda: feather.write_feather(frame, fresh("f.feather"),
+                                                                                 compression="uncompressed"))),
+        Case(feather.read_table, lambda: feather.read_table(scratch / "f.feather")),
+        Case(fsspec.spec.AbstractFileSystem.cat_file, lambda: fs.cat_file(str(blob))),
+        Case(fsspec.implementations.local.LocalFileSystem.cp_file,
+             cleanup_after(lambda: fs.cp_file(str(blob), str(fresh("fs-copy"))))),
+        Case(cloudpickle.dump, cleanup_after(lambda: pickle_to(fresh("f.cloudpickle")))),
+        Case(_whoosh_add_document(), cleanup_after(lambda: whoosh_index(fresh("whoosh")))),
+        Case(np.savetxt, cleanup_after(lambda: np.savetxt(fresh("grid.txt"), grid))),
+        Case(np.loadtxt, lambda: np.loadtxt(_grid_file(scratch / "grid-in.txt", grid))),
+        Case(csv.DictWriter.writerows, cleanup_after(lambda: csv_rows(fresh("rows.csv")))),
+        Case(plistlib.dump, cleanup_after(lambda: plist(fresh("p.plist")))),
+        Case(hashlib.file_digest, digest),
+        Case(sqlite3.dump._iterdump, dump_sql),
+        Case(bz2.BZ2File.write, cleanup_after(lambda: bz2_write(fresh("n.bz2")))),
+        Case(lzma.LZMAFile.read, lzma_read),
+        Case(gzip.GzipFile.read, gzip_read),
+        Case(logging.handlers.RotatingFileHandler.emit, cleanup_after(lambda: rotating(fresh("rot.log")))),
+        Case(zipfile.ZipExtFile.read, zip_members),
+        Case(tarfile.TarFile.extractfile, tar_members),
+    ]
+
+
+def _grid_file(path: Path, grid) -> Path:
+    if not path.exists():
+        np.savetxt(path, grid)
+    return path
+
+
+def _whoosh_add_document():
+    from whoosh.writing import SegmentWriter
+
+    return SegmentWriter.add_document
 
 
 def _copyfileobj(src: Path, dst: Path) -> None:
@@ -551,7 +869,7 @@ def _read_tree(tree: Path) -> int:
     return sum(len(Path(root, f).read_bytes()) for root, _, files in os.walk(tree) for f in files)
 
 
-def network_cases(ports: dict[str, int]) -> list[Case]:
+def network_cases(ports: dict[str, int], scratch: Path) -> list[Case]:
     base = f"http://127.0.0.1:{ports['http']}"
     body = b"p" * 1_000_000
 
@@ -765,7 +1083,216 @@ def network_cases(ports: dict[str, int]) -> list[Case]:
         Case(_tornado_attr("iostream", "BaseIOStream", "write"), lambda: tornado_stream(700_000)),
         Case(smtplib.SMTP.send_message, smtp_message),
         Case(xmlrpc.client.Transport.single_request, lambda: rpc.echo(big[:6000])),
+        *_network_cases_more(ports, scratch, rpc, big),
     ]
+
+
+RATE = 25e6  # the pace of corpus_servers.py's links, for the servers a driver starts itself
+
+
+def _network_cases_more(ports: dict[str, int], scratch: Path, rpc, big) -> list[Case]:
+    """More of asyncio, http.server, socketserver, multiprocessing, urllib, tornado and xmlrpc over the loopback."""
+    base = f"http://127.0.0.1:{ports['http']}"
+    served = scratch / "served"
+    served.mkdir()
+    (served / "page.bin").write_bytes(b"h" * 1_000_000)
+
+    def http_server_get() -> int:
+        handler = functools.partial(_QuietFiles, directory=str(served))
+        with http.server.HTTPServer(("127.0.0.1", 0), handler) as server:
+            t = threading.Thread(target=server.handle_request)
+            t.start()
+            conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1])
+            conn.request("GET", "/page.bin")
+            got = _paced_read(conn.getresponse())
+            conn.close()
+            t.join()
+        return got
+
+    def socketserver_request() -> int:
+        with socketserver.TCPServer(("127.0.0.1", 0), _PacedEcho) as server:
+            t = threading.Thread(target=server.handle_request)
+            t.start()
+            got = _echo_roundtrip(server.server_address, b"q" * 600_000)
+            t.join()
+        return got
+
+    async def asyncio_server(size: int) -> int:
+        async def handle(reader, writer):
+            while data := await reader.read(65536):
+                await asyncio.sleep(len(data) / RATE)
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"z" * size)
+        writer.write_eof()
+        got = len(await reader.read())
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return got
+
+    async def protocol_echo(size: int) -> int:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        class Counter(asyncio.Protocol):
+            got = 0
+
+            def data_received(self, data: bytes) -> None:
+                self.got += len(data)
+                if self.got >= size and not done.done():
+                    done.set_result(self.got)
+
+        transport, _ = await loop.create_connection(Counter, "127.0.0.1", ports["echo"])
+        transport.write(b"c" * size)
+        got = await done
+        transport.close()
+        return got
+
+    async def recv_into(size: int) -> int:
+        loop = asyncio.get_running_loop()
+        s = socket.create_connection(("127.0.0.1", ports["echo"]))
+        s.setblocking(False)
+        await loop.sock_sendall(s, b"r" * size)
+        buf = bytearray(65536)
+        got = 0
+        while got < size:
+            got += await loop.sock_recv_into(s, buf)
+        s.close()
+        return got
+
+    async def sock_sendfile() -> int:
+        loop = asyncio.get_running_loop()
+        s = socket.create_connection(("127.0.0.1", ports["echo"]))
+        s.setblocking(False)
+        with open(served / "page.bin", "rb") as fh:
+            await loop.sock_sendfile(s, fh)
+        s.shutdown(socket.SHUT_WR)
+        got = 0
+        while data := await loop.sock_recv(s, 65536):
+            got += len(data)
+        s.close()
+        return got
+
+    def mp_objects() -> None:
+        listener = multiprocessing.connection.Listener(("127.0.0.1", 0))
+
+        def serve():
+            with listener.accept() as conn:
+                rows = conn.recv()
+                time.sleep(len(rows) * 60 / RATE)
+                conn.send(rows)
+
+        t = threading.Thread(target=serve)
+        t.start()
+        with multiprocessing.connection.Client(listener.address) as conn:
+            conn.send([("row", i, "x" * 40) for i in range(15_000)])
+            conn.recv()
+        t.join()
+        listener.close()
+
+    def tornado_async_fetch() -> int:
+        from tornado.httpclient import AsyncHTTPClient
+
+        async def go() -> int:
+            return len((await AsyncHTTPClient().fetch(f"{base}/bytes/900000")).body)
+
+        return asyncio.run(go())
+
+    def tornado_read_until(lines: int) -> int:
+        from tornado.tcpclient import TCPClient
+
+        async def go() -> int:
+            stream = await TCPClient().connect("127.0.0.1", ports["echo"])
+            await stream.write((b"u" * 999 + b"\n") * lines)
+            got = 0
+            for _ in range(lines):
+                got += len(await stream.read_until(b"\n"))
+            stream.close()
+            return got
+
+        return asyncio.run(go())
+
+    def http_open() -> bytes:
+        opener = urllib.request.build_opener(urllib.request.HTTPHandler())
+        return opener.open(f"{base}/bytes/700000").read()
+
+    def read1() -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", ports["http"])
+        conn.request("GET", "/bytes/1200000")
+        resp = conn.getresponse()
+        got = 0
+        while data := resp.read1(65536):
+            got += len(data)
+        conn.close()
+        return got
+
+    def makefile_rw() -> int:
+        with socket.create_connection(("127.0.0.1", ports["echo"])) as s:
+            fh = s.makefile("rwb")
+            fh.write(b"k" * 700_000)
+            fh.flush()
+            s.shutdown(socket.SHUT_WR)
+            got = len(fh.read())
+            fh.close()
+            return got
+
+    return [
+        Case(http.server.SimpleHTTPRequestHandler.do_GET, http_server_get),
+        Case(http.server.SimpleHTTPRequestHandler.copyfile, http_server_get),
+        Case(socketserver.BaseServer.handle_request, socketserver_request),
+        Case(asyncio.start_server, lambda: asyncio.run(asyncio_server(600_000))),
+        Case(asyncio.StreamWriter.write, lambda: asyncio.run(asyncio_server(900_000))),
+        Case(asyncio.base_events.BaseEventLoop.create_connection, lambda: asyncio.run(protocol_echo(700_000))),
+        Case(asyncio.selector_events.BaseSelectorEventLoop.sock_recv_into, lambda: asyncio.run(recv_into(800_000))),
+        Case(asyncio.base_events.BaseEventLoop.sock_sendfile, lambda: asyncio.run(sock_sendfile())),
+        Case(multiprocessing.connection._ConnectionBase.send, mp_objects),
+        Case(multiprocessing.connection._ConnectionBase.recv, mp_objects),
+        Case(multiprocessing.connection.Listener.accept, mp_objects),
+        Case(_tornado_attr("httpclient", "AsyncHTTPClient", "fetch"), tornado_async_fetch),
+        Case(_tornado_attr("iostream", "BaseIOStream", "read_until"), lambda: tornado_read_until(600)),
+        Case(urllib.request.HTTPHandler.http_open, http_open),
+        Case(http.client.HTTPResponse.read1, read1),
+        Case(socket.socket.makefile, makefile_rw),
+        Case(xmlrpc.client.Transport.parse_response, lambda: rpc.echo(big[:7000])),
+    ]
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+
+class _PacedEcho(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        while data := self.request.recv(65536):
+            time.sleep(len(data) / RATE)
+            self.request.sendall(data)
+
+
+def _paced_read(resp) -> int:
+    """Read a response as a 25 MB/s link would deliver it."""
+    got = 0
+    start = time.perf_counter()
+    while data := resp.read(65536):
+        got += len(data)
+        ahead = got / RATE - (time.perf_counter() - start)
+        if ahead > 0:
+            time.sleep(ahead)
+    return got
+
+
+def _echo_roundtrip(address, payload: bytes) -> int:
+    with socket.create_connection(address) as s:
+        s.sendall(payload)
+        s.shutdown(socket.SHUT_WR)
+        with s.makefile("rb") as fh:
+            return len(fh.read())
 
 
 def _tornado_attr(module: str, cls: str, name: str):
@@ -789,7 +1316,12 @@ def main() -> None:
     """Measure every case and write the corpus."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=REPO / "mantispy" / "dataflow" / "corpus.json")
+    parser.add_argument("--new-only", type=Path, metavar="CORPUS",
+                        help="measure only the functions not already in this corpus file, and write just those")
     args = parser.parse_args()
+    known = set()
+    if args.new_only is not None:
+        known = {e["function"] for e in json.loads(args.new_only.read_text())["functions"]}
     scratch = Path(tempfile.mkdtemp(prefix="mantis-corpus-"))
     ports_file = scratch / "ports.json"
     server = subprocess.Popen([sys.executable, str(HERE / "corpus_servers.py"), str(ports_file)])
@@ -799,7 +1331,7 @@ def main() -> None:
             time.sleep(0.1)
         ports = json.loads(ports_file.read_text())
         families = [("cpu", cpu_cases(scratch)), ("memory", memory_cases(scratch)), ("disk", disk_cases(scratch)),
-                    ("network", network_cases(ports))]
+                    ("network", network_cases(ports, scratch))]
         entries = []
         seen = set()
         for family, cases in families:
@@ -810,7 +1342,7 @@ def main() -> None:
                     print(f"skipped  {case.target!r}: no Python source ({exc})", flush=True)
                     continue
                 name = f"{module}.{qualname}"
-                if name in seen:
+                if name in seen or name in known:
                     continue
                 seen.add(name)
                 try:
