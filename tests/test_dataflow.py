@@ -577,6 +577,30 @@ def test_code_features_follow_calls_into_the_modules_a_function_imports(tmp_path
     assert followed.get("call:open", 0) > 0  # inside shutil.copyfile, found through the import
 
 
+def test_code_features_hold_the_words_of_the_function_and_parameter_names():
+    from mantispy.dataflow.code_features import features_of_source
+
+    dump = features_of_source("def dump(obj, fp, *, sort_keys=False):\n    fp.write(str(obj))\n")
+    dumps = features_of_source("def dumps(obj, *, sort_keys=False):\n    return str(obj)\n")
+    assert dump["name:dump"] == 1 and dump["param:fp"] == 1 and dump["param:sort"] == dump["param:keys"] == 1
+    assert "param:obj" in dumps and "param:fp" not in dumps and "name:dumps" in dumps
+    method = features_of_source("def readHTTPResponse(self, sock_file):\n    return sock_file.read()\n")
+    assert {"name:read", "name:http", "name:response", "param:sock", "param:file"} <= set(method)
+    assert "param:self" not in method
+
+
+def test_the_classifier_chooses_its_smoothing_on_its_training_functions_alone():
+    from mantispy.dataflow.classify import ALPHAS, ResourceClassifier, load_corpus
+
+    corpus = load_corpus()
+    model = ResourceClassifier().fit([e.features for e in corpus], [e.label for e in corpus])
+    assert model.alpha_ in ALPHAS
+    fixed = ResourceClassifier(alpha=0.7).fit([e.features for e in corpus], [e.label for e in corpus])
+    assert fixed.alpha_ == 0.7
+    few = corpus[:3] + [e for e in corpus if e.label != corpus[0].label][:2]  # fewer than 5 of a class
+    assert ResourceClassifier().fit([e.features for e in few], [e.label for e in few]).alpha_ == 1.0
+
+
 @given(st.data())
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_mutated_corpus_is_read_or_refused_in_one_line(tmp_path, data):

@@ -1,7 +1,7 @@
 """Resource classes from code: which resource a function's work is bound by, read off its source.
 
 A scikit-learn pipeline (the code features of :mod:`code_features`, log-scaled -> ``DictVectorizer`` ->
-complement naive Bayes) trained on the shipped corpus (``corpus.json``): real functions of
+complement naive Bayes, its smoothing chosen by cross-validation on the training functions) trained on the shipped corpus (``corpus.json``): real functions of
 the standard library and of PyPI packages, each labelled cpu, memory, disk or network by measuring it
 on the machine that built the corpus (``benchmarks/dataflow/label_corpus.py``). An operation of a Dask
 job is classified from the functions its tasks run. The corpus holds the features, so training needs
@@ -22,6 +22,7 @@ from .code_features import features_at
 from .types import FunctionRef
 
 CLASSES = ("cpu", "memory", "disk", "network")
+ALPHAS = (0.5, 1.0, 2.0, 3.0)
 CORPUS = Path(__file__).resolve().parent / "corpus.json"
 _SKIPPED = ("dask._task_spec.", "builtins.", "_operator.", "toolz.functoolz.")
 
@@ -81,23 +82,40 @@ class ResourceClassifier:
     """Code features -> resource class (scikit-learn's estimator contract: fit, predict, predict_proba).
 
     Complement naive Bayes over the log-scaled feature counts: a text classifier's model, as the features
-    are mostly words (names called, modules, docstring words)."""
+    are mostly words (names called, modules, docstring, function and parameter names). ``alpha`` is its
+    smoothing; left at None, ``fit`` chooses it among ``ALPHAS`` by stratified ``folds``-fold
+    cross-validation on the training functions alone (1.0 when a class has fewer functions than folds),
+    so that a held-out estimate of the whole procedure stays held out. ``alpha_`` is the one used."""
 
-    def __init__(self, alpha: float = 1.0) -> None:
+    def __init__(self, alpha: float | None = None, folds: int = 5) -> None:
         self.alpha = alpha
+        self.folds = folds
 
-    def _pipeline(self) -> Any:
+    def _pipeline(self, alpha: float) -> Any:
         from sklearn.feature_extraction import DictVectorizer
         from sklearn.naive_bayes import ComplementNB
         from sklearn.pipeline import make_pipeline
 
-        return make_pipeline(DictVectorizer(), ComplementNB(alpha=self.alpha))
+        return make_pipeline(DictVectorizer(), ComplementNB(alpha=alpha))
 
     def fit(self, X: list[dict[str, float]], y: list[str]) -> ResourceClassifier:  # noqa: N803
         """Fit on feature dicts and labels."""
-        self.pipeline_ = self._pipeline().fit([_transform(x) for x in X], y)
-        self.classes_ = list(self.pipeline_.classes_)
+        data = [_transform(x) for x in X]
+        self.alpha_ = self.alpha if self.alpha is not None else self._chosen_alpha(data, list(y))
+        self.pipeline_ = self._pipeline(self.alpha_).fit(data, y)
+        self.classes_ = [str(c) for c in self.pipeline_.classes_]
         return self
+
+    def _chosen_alpha(self, data: list[dict[str, float]], y: list[str]) -> float:
+        from collections import Counter
+
+        from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+        if min(Counter(y).values()) < self.folds or len(set(y)) < 2:
+            return 1.0
+        search = GridSearchCV(self._pipeline(1.0), {"complementnb__alpha": list(ALPHAS)},
+                              cv=StratifiedKFold(self.folds, shuffle=True, random_state=0))
+        return float(search.fit(data, y).best_params_["complementnb__alpha"])
 
     def predict(self, X: list[dict[str, float]]) -> list[str]:  # noqa: N803
         """The most probable class of each feature dict."""

@@ -2,12 +2,15 @@
 
 From the function's source (found by file and first line): the names it calls and the attributes it
 reads, the modules its names come from (through the file's imports), the kinds of statement and
-expression it is made of, its deepest loop nesting and the words of its docstring; then the same, with less weight, for the
+expression it is made of, its deepest loop nesting, the words of its docstring and of its own and its
+parameters' names (``json.dump(obj, fp)`` against ``json.dumps(obj)``); then the same, with less weight, for the
 functions it calls, transitively to ``FOLLOW_DEPTH``: functions of the same file called by name, and
 functions of other modules called through the file's imports (``from m import f; f()``, ``import m;
 m.f()``), found on ``sys.path`` without importing anything (a name-based call graph). Returned as a sparse dict of
-feature -> value (``call:recv``, ``mod:socket``, ``node:For``, ``loop_depth``...), which is what the
-labelled corpus stores and the classifier's vectoriser reads.
+feature -> value (``call:recv``, ``mod:socket``, ``node:For``, ``name:dump``, ``param:fp``, ``loop_depth``...),
+which is what the labelled corpus stores and the classifier's vectoriser reads. Following calls two levels
+deep, not three, and the name words were chosen on the corpus and then judged on functions measured after
+the choice (``benchmarks/RESULTS.md``, issue 23).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 NODE_KINDS = ("For", "While", "ListComp", "DictComp", "SetComp", "GeneratorExp", "With", "Try", "BinOp", "AugAssign",
               "Compare", "Subscript", "Call", "Yield", "Await", "Lambda", "JoinedStr", "BoolOp", "IfExp", "Return")
-FOLLOW_DEPTH = 3
+FOLLOW_DEPTH = 2
 MAX_FOLLOWED = 40
 
 
@@ -163,6 +166,10 @@ def _collect(fn: ast.AST, imports: dict[str, str], functions: dict[str, ast.AST]
     out["loop_depth"] = max(out.get("loop_depth", 0.0), float(_loop_depth(fn)))
     for word in _doc_words(fn):
         out[f"doc:{word}"] += weight
+    for word in _name_words(fn):
+        out[f"name:{word}"] += weight
+    for word in _param_words(fn):
+        out[f"param:{word}"] += weight
     if depth + 1 >= FOLLOW_DEPTH:
         return
     for name, owner in callees:
@@ -207,6 +214,31 @@ def _function_in(module: str, name: str) -> tuple[ast.AST, str] | None:
             return inner[2][inner_name], inner_path or ""
         return None
     return (node, path) if node is not None else None
+
+
+_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def _name_parts(name: str) -> list[str]:
+    """The words of an identifier: ``read_csv`` -> read, csv; ``HTTPResponse`` -> http, response."""
+    return [part.lower() for part in _NAME_PART.findall(name) if len(part) >= 2]
+
+
+def _name_words(fn: ast.AST) -> set[str]:
+    """The words of a function's own name."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    return set(_name_parts(fn.name))
+
+
+def _param_words(fn: ast.AST) -> set[str]:
+    """The words of a function's parameter names (``fp``, ``path``, ``sock``...), ``self`` and ``cls`` left out."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return set()
+    args = fn.args
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return {word for name in names if name not in ("self", "cls") for word in _name_parts(name)}
 
 
 _WORD = re.compile(r"[a-z]{3,}")
