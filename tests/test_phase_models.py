@@ -194,6 +194,30 @@ def test_a_phase_the_model_never_saw_departs_when_the_program_waited_in_it(fitte
     assert "judged by the whole-run models too" in " ".join(judged.notes)
 
 
+def test_a_stretch_the_sampler_missed_while_the_program_was_busy_is_no_waiting_phase(fitted):
+    """bench_phases on Python 3.11, sqlparse (seed 29): three normal runs were flagged by a 0.3 s phase the
+    model never saw, without a sample (the sampler's thread waited for the GIL through a long C call) while
+    the resource series, polled from outside, had the program at 100-103 % CPU; the IO stalls' new phases
+    were at 2.5-42 %. Such a stretch is no waiting phase: it is left unjudged (the whole run judges the
+    time), and the verdict says why."""
+    rng = random.Random(5)
+    missed = {"label": "P3", "start": 1.2, "end": 1.5, "seconds": 0.0, "name": "(no sample)", "profile": {},
+              "cpu_percent": 101.0, "peak_rss_bytes": 30e6, "io_bytes": None}
+    run = _phases(18, 2, rng)
+    for row in run.phases:  # the missed stretch took its time from the phases around it
+        row["end"] -= 0.15
+        row["start"] -= 0.15 if row["label"] == "P2" else 0.0
+    run.phases[0]["start"] = 0.0
+    verdict = check(fitted, RunPhases(run.recording, run.epoch_s, run.epochs, run.phases + [missed], run.own),
+                    _inputs(18, 2), None)
+    assert not any(d.phase == "P3" for d in verdict.departures), verdict.departures
+    assert any(note.startswith("P3 (0.30 s) has almost no samples while the program used 101 % CPU")
+               for note in verdict.notes), verdict.notes
+    waiting = dict(missed, cpu_percent=42.0)
+    stalled = check(fitted, _phases(18, 2, rng, extra=[waiting]), _inputs(18, 2), None)
+    assert [d.phase for d in stalled.departures][:1] == ["P3"]
+
+
 def test_a_rare_phase_departs_only_when_it_outlasts_every_training_run(fitted):
     import copy
 

@@ -48,6 +48,9 @@ from .own_time import run_shares, where
 
 MIB = 2.0**20
 IDLE_CPU_SHARE = 0.2  # a phase whose samples stand for less than this share of its time was waiting
+# ... unless the process's own CPU use there (the resource series, polled from outside) says it was busy: then the
+# sampler could not run (on Python 3.11 its thread can wait for the GIL through a long C call) and no phase is known
+BUSY_CPU_PERCENT = 100.0 * (1.0 - IDLE_CPU_SHARE)
 ADDITIVE = ("wall_s", "cpu_s")  # what the phases of a run add up to: time one phase loses another can have
 # what a run uses: less of it than expected is no anomaly unless asked (CPU use is the exception: less of it
 # is a starved program, the sign of a CPU hog or a stall)
@@ -219,12 +222,17 @@ def check(model: dict[str, Any], run: RunPhases, inputs: dict[str, float], featu
             share = values["wall_s"] / total
             rare = model.get("rare", {}).get(label)
             if rare is None:
-                waiting = values.get("cpu_s", 0.0) < IDLE_CPU_SHARE * values["wall_s"]
-                if share >= options.new_phase_share and waiting:
+                unsampled = values.get("cpu_s", 0.0) < IDLE_CPU_SHARE * values["wall_s"]
+                busy = values.get("cpu_percent", 0.0) >= BUSY_CPU_PERCENT
+                if share >= options.new_phase_share and unsampled and not busy:
                     comparisons.append(Comparison(label, names[label], "wall_s", values["wall_s"], 0.0, math.inf, True,
                                                   "none"))
                 else:
                     unjudged.append(label)
+                    if share >= options.new_phase_share and unsampled:
+                        notes.append(f"{label} ({values['wall_s']:.2f} s) has almost no samples while the program used "
+                                     f"{values['cpu_percent']:.0f} % CPU: the sampler could not run there, so its phase "
+                                     "is unknown (not judged as a new waiting phase)")
                 continue
             longest = float(rare.get("max_wall_s", 0.0)) if isinstance(rare, dict) else 0.0
             beyond = values["wall_s"] - longest
