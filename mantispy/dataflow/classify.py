@@ -107,15 +107,25 @@ class ResourceClassifier:
         return self
 
     def _chosen_alpha(self, data: list[dict[str, float]], y: list[str]) -> float:
+        """The smoothing with the best mean accuracy over stratified folds of the training data (the first
+        of ``ALPHAS`` on a tie): each fold vectorised once, on its own training part, for every candidate."""
         from collections import Counter
 
-        from sklearn.model_selection import GridSearchCV, StratifiedKFold
+        from sklearn.feature_extraction import DictVectorizer
+        from sklearn.model_selection import StratifiedKFold
+        from sklearn.naive_bayes import ComplementNB
 
         if min(Counter(y).values()) < self.folds or len(set(y)) < 2:
             return 1.0
-        search = GridSearchCV(self._pipeline(1.0), {"complementnb__alpha": list(ALPHAS)},
-                              cv=StratifiedKFold(self.folds, shuffle=True, random_state=0))
-        return float(search.fit(data, y).best_params_["complementnb__alpha"])
+        right = dict.fromkeys(ALPHAS, 0.0)
+        for train, test in StratifiedKFold(self.folds, shuffle=True, random_state=0).split(data, y):
+            vectoriser = DictVectorizer().fit([data[i] for i in train])
+            fitted_x = vectoriser.transform([data[i] for i in train])
+            held_x = vectoriser.transform([data[i] for i in test])
+            for alpha in ALPHAS:
+                model = ComplementNB(alpha=alpha).fit(fitted_x, [y[i] for i in train])
+                right[alpha] += float(model.score(held_x, [y[i] for i in test]))
+        return max(ALPHAS, key=lambda alpha: (right[alpha], -ALPHAS.index(alpha)))
 
     def predict(self, X: list[dict[str, float]]) -> list[str]:  # noqa: N803
         """The most probable class of each feature dict."""
