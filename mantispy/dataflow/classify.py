@@ -1,10 +1,10 @@
 """Resource classes from code: which resource a function's work is bound by, read off its source.
 
 A scikit-learn pipeline (the code features of :mod:`code_features`, log-scaled -> ``DictVectorizer`` ->
-complement naive Bayes, its smoothing chosen by cross-validation on the training functions) trained on the shipped corpus (``corpus.json``): real functions of
-the standard library and of PyPI packages, each labelled cpu, memory, disk or network by measuring it
-on the machine that built the corpus (``benchmarks/dataflow/label_corpus.py``). An operation of a Dask
-job is classified from the functions its tasks run. The corpus holds the features, so training needs
+complement naive Bayes, its smoothing chosen by cross-validation on the training functions) trained on
+the shipped corpus (``corpus.json``): real functions of the standard library and of PyPI packages, each
+labelled cpu, memory, disk or network by measuring it on the machine that built the corpus
+(``benchmarks/dataflow/label_corpus.py``). An operation of a Dask job is classified from the functions its tasks run. The corpus holds the features, so training needs
 neither the corpus's packages nor their sources.
 """
 

@@ -3,8 +3,8 @@
 From the function's source (found by file and first line): the names it calls and the attributes it
 reads, the modules its names come from (through the file's imports), the kinds of statement and
 expression it is made of, its deepest loop nesting, the words of its docstring and of its own and its
-parameters' names (``json.dump(obj, fp)`` against ``json.dumps(obj)``); then the same, with less weight, for the
-functions it calls, transitively to ``FOLLOW_DEPTH``: functions of the same file called by name, and
+parameters' names (``json.dump(obj, fp)`` against ``json.dumps(obj)``); then the same, with less weight,
+for the functions it calls, transitively to ``FOLLOW_DEPTH``: functions of the same file called by name, and
 functions of other modules called through the file's imports (``from m import f; f()``, ``import m;
 m.f()``), found on ``sys.path`` without importing anything (a name-based call graph). Returned as a sparse dict of
 feature -> value (``call:recv``, ``mod:socket``, ``node:For``, ``name:dump``, ``param:fp``, ``loop_depth``...),
