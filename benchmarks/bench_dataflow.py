@@ -2,6 +2,7 @@
 
     python benchmarks/bench_dataflow.py [--repeats 3] [--overhead-repeats 5] [--only NAME,...] [--write]
     python benchmarks/bench_dataflow.py --overhead-only [--overhead-repeats 12]
+    python benchmarks/bench_dataflow.py --classifier-only
 
 Workloads (benchmarks/dataflow/jobs, inputs from benchmarks/dataflow/prepare.py, seeded): a groupby and
 join over generated Parquet (dask.dataframe), array reductions with a rechunk and a matrix product
@@ -17,7 +18,10 @@ overhead: recorded runs against unrecorded runs at the recording's configuration
 With --write the tables replace this benchmark's section of benchmarks/RESULTS.md. ``--overhead-only``
 measures the recorder's overhead alone (plain and recorded runs at the recording's configuration,
 ``--overhead-repeats`` of each per job, interleaved and shuffled), with a bootstrap 95 % interval of each
-ratio of medians; it prints and keeps the last full run's measurements as they are.
+ratio of medians; it prints and keeps the last full run's measurements as they are. ``--classifier-only``
+records each job once more (one after the other, at the recording's configuration; run it on a quiet
+machine: under other load the workers' CPU share falls and the profile calls an operation disk-bound) and
+prints the resource classifier's line: its held-out accuracy and its agreement with those recordings.
 """
 
 from __future__ import annotations
@@ -85,7 +89,12 @@ def main() -> None:
                         help="Predict again from the last run's recordings and measurements (benchmarks/work/dataflow).")
     parser.add_argument("--overhead-only", action="store_true",
                         help="Measure the recorder's overhead alone (see the module docstring).")
+    parser.add_argument("--classifier-only", action="store_true",
+                        help="Record each job once and print the resource classifier's line (see the module docstring).")
     args = parser.parse_args()
+    if args.classifier_only:
+        _classifier_only(args)
+        return
     if args.tabulate_only:
         _tabulate_again(args)
         return
@@ -159,6 +168,19 @@ def _overhead_only(args) -> None:
                      f"{_spread(plain) * 100:.1f} % |")
     lines += ["", f"Median recorder overhead: {statistics.median(overheads) * 100:+.1f} % (goal <= 2 %)."]
     print("\n".join(lines))
+
+
+def _classifier_only(args) -> None:
+    """One fresh recording per job, kept in work/dataflow/classifier/, and the classifier's line on them."""
+    jobs = _chosen_jobs(args)
+    folder = WORK / "classifier"
+    folder.mkdir(parents=True, exist_ok=True)
+    recordings = {}
+    for name in jobs:
+        recordings[name] = run(jobs[name], RECORDED, True)
+        recordings[name].write(folder / f"{name}.profile.json")
+        print(f"{name}: recorded at {RECORDED[0]}x{RECORDED[1]} in {recordings[name].wall_s:.2f} s", flush=True)
+    print("\n".join(_classifier_lines(recordings)))
 
 
 def _tabulate_again(args) -> None:
