@@ -617,7 +617,7 @@ def disk_cases(scratch: Path) -> list[Case]:
         Case(pq.write_table, cleanup_after(lambda: pq.write_table(pa.Table.from_pandas(frame), fresh("t.parquet"), compression="none"))),
         Case(shelve.Shelf.__setitem__, cleanup_after(lambda: _shelve(fresh("shelf"), records))),
         Case(dbm.dumb._Database.__setitem__, cleanup_after(lambda: _dbm(fresh("dbm"), records))),
-        Case(logging.FileHandler.emit, cleanup_after(lambda: _log_lines(logger, fresh("log.txt")))),
+        Case(logging.FileHandler.emit, cleanup_after(lambda: _log_lines(logger, logging.FileHandler(fresh("log.txt"))))),
         Case(mailbox.mbox.add, cleanup_after(lambda: _mbox(fresh("mbox")))),
         Case(wave.Wave_write.writeframes, cleanup_after(lambda: _wave(fresh("w.wav")))),
         Case(gzip.GzipFile.write, cleanup_after(lambda: _gzip_write(fresh("g.gz")))),
@@ -709,15 +709,6 @@ def _disk_cases_more(scratch: Path, frame, blob: Path, text_file: Path, records,
         with gzip.open(scratch / "lines.txt.gz") as fh:
             return len(fh.read())
 
-    def rotating(path: Path) -> None:
-        handler = logging.handlers.RotatingFileHandler(path, maxBytes=200_000, backupCount=3)
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        for i in range(5000):
-            logger.info("event %d %s", i, "r" * 60)
-        logger.removeHandler(handler)
-        handler.close()
-
     def zip_members() -> int:
         with zipfile.ZipFile(scratch / "z.zip") as zf:
             return sum(len(zf.open(name).read()) for name in zf.namelist())
@@ -748,7 +739,8 @@ def _disk_cases_more(scratch: Path, frame, blob: Path, text_file: Path, records,
         Case(bz2.BZ2File.write, cleanup_after(lambda: bz2_write(fresh("n.bz2")))),
         Case(lzma.LZMAFile.read, lzma_read),
         Case(gzip.GzipFile.read, gzip_read),
-        Case(logging.handlers.RotatingFileHandler.emit, cleanup_after(lambda: rotating(fresh("rot.log")))),
+        Case(logging.handlers.RotatingFileHandler.emit, cleanup_after(lambda: _log_lines(
+            logger, logging.handlers.RotatingFileHandler(fresh("rot.log"), maxBytes=200_000, backupCount=3), "event", "r"))),
         Case(zipfile.ZipExtFile.read, zip_members),
         Case(tarfile.TarFile.extractfile, tar_members),
     ]
@@ -818,12 +810,12 @@ def _dbm(path: Path, records) -> None:
     db.close()
 
 
-def _log_lines(logger, path: Path) -> None:
-    handler = logging.FileHandler(path)
+def _log_lines(logger, handler: logging.Handler, word: str = "line", fill: str = "x") -> None:
+    """Write 5,000 records of about 70 bytes through ``handler``, then detach and close it."""
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     for i in range(5000):
-        logger.info("line %d %s", i, "x" * 60)
+        logger.info(f"{word} %d %s", i, fill * 60)
     logger.removeHandler(handler)
     handler.close()
 
