@@ -51,6 +51,7 @@ from mantispy.content.types import ContentTable
 from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
+from mantispy.modeling.averaging import ENSEMBLE_SIZE
 from mantispy.modeling.fitting import (
     FitRequest,
     fit_campaign,
@@ -98,6 +99,7 @@ class BuildOptions:
     repeats: int | None = None  # uninstrumented runs per input (default: the spec's original_repeats)
     inputs: bool = True  # the input descriptors (argv numbers, file sizes) are candidate features too
     solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet"
+    average: int = ENSEMBLE_SIZE  # each model: the geometric mean of this many best-ranked candidates (1: the best)
     content: bool = True  # content features: matches of the program's own regexes in the input files
 
 
@@ -710,7 +712,7 @@ class Builder:
                              sensitivity=sensitivity, metrics_from="original", constant_fallback=True,
                              form=self.options.form, inputs=self.options.inputs, solver=self.options.solver,
                              unusable_inputs=tuple(getattr(self, "unusable_inputs", ())),
-                             extra_features=self.content_columns,
+                             extra_features=self.content_columns, average=self.options.average,
                              interval_from="leave-one-input-out" if sensitivity else "out-of-fold")
         try:
             model = fit_campaign(store, campaign.name, request)

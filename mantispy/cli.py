@@ -615,6 +615,8 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
 @click.option("--no-sensitivity", is_flag=True, help="Skip the lambda-path and training-size studies (faster).")
 @click.option("--form", type=click.Choice(["auto", "polynomial", "log"]), default="auto", show_default=True,
               help="Model form: additive polynomial, multiplicative (log), or chosen by cross-validation.")
+@click.option("--average", type=click.IntRange(1, 10), default=3, show_default=True,
+              help="The model is the geometric mean of this many candidates cross-validation ranks best (1: the best alone).")
 @click.option("--metrics-from", type=click.Choice(["auto", "instrumented", "original"]), default="auto", show_default=True,
               help="Model the uninstrumented runs' metrics (calibration_runs = \"all\"; what build models) or the instrumented runs'; auto: the first when every input has them.")
 @click.option("--no-input-features", "no_inputs", is_flag=True,
@@ -623,8 +625,8 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
 @click.option("-o", "--out", "out", default="model.json", show_default=True, type=click.Path(path_type=Path), help="Model JSON to write.")
 def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, train_fraction: float, method: str,
-        seed: int, exclude: tuple[str, ...], no_sensitivity: bool, form: str, metrics_from: str, no_inputs: bool,
-        solver: str, out: Path) -> None:
+        seed: int, exclude: tuple[str, ...], no_sensitivity: bool, form: str, average: int, metrics_from: str,
+        no_inputs: bool, solver: str, out: Path) -> None:
     """Select the few features that explain a metric and fit a compact polynomial (SPORE)."""
     from mantispy.modeling import artefact
     from mantispy.modeling.fitting import FitRequest, ModelingError, fit_campaign
@@ -633,7 +635,7 @@ def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, t
     store = _open_store(store_path)
     request = FitRequest(metric=metric, degree=degree, train_fraction=train_fraction, method=method, seed=seed,
                          exclude=exclude, sensitivity=not no_sensitivity, form=form, metrics_from=metrics_from,
-                         inputs=not no_inputs, solver=solver)
+                         inputs=not no_inputs, solver=solver, average=average)
     try:
         model = fit_campaign(store, campaign_name, request)
     except ModelingError as exc:
@@ -651,6 +653,17 @@ def _print_model(model) -> None:
 
     for line in artefact.polynomial_text(model):
         click.echo(line)
+    if model.get("form") == "ensemble":
+        for n, member in enumerate(model["members"], 1):
+            click.echo(f"  in [{n}]:")
+            _print_variables({**member, "features": model.get("features", {})})
+        return
+    _print_variables(model)
+
+
+def _print_variables(model) -> None:
+    from mantispy.modeling import artefact
+
     names = artefact.variable_names(model)
     value = "log(1 + value)" if model.get("form") == "log" else "value"
     if model.get("method") == "constant":

@@ -36,6 +36,8 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
 @click.option("--force", is_flag=True, help="Replace OUT even if it holds the predictor of another program (a folder mantispy did not write is never replaced).")
 @click.option("--form", type=click.Choice(["auto", "polynomial", "log"]), default="auto", show_default=True,
               help="Model form: additive polynomial, multiplicative (log), or chosen by cross-validation.")
+@click.option("--average", type=click.IntRange(1, 10), default=3, show_default=True,
+              help="Each model is the geometric mean of this many candidates cross-validation ranks best (1: the best alone).")
 @click.option("--repeats", type=click.IntRange(1, 100), default=None,
               help="Uninstrumented runs per input, whose median is modelled (default: the spec's original_repeats, 3).")
 @click.option("--no-input-features", "no_inputs", is_flag=True,
@@ -50,7 +52,7 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
 @click.option("-v", "--verbose", is_flag=True, help="Progress lines with the seconds since the build started.")
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
-          validate_inputs: int | None, static_only: bool, force: bool, form: str, repeats: int | None,
+          validate_inputs: int | None, static_only: bool, force: bool, form: str, average: int, repeats: int | None,
           no_inputs: bool, no_content: bool, solver: str, frontier: str | None, quiet: bool = False,
           verbose: bool = False) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
@@ -62,7 +64,7 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
     options = BuildOptions(spec=spec_file, out=out, work=work, metrics=metrics, max_cost=max_cost,
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
-                           observed_calls=not static_only, form=form, repeats=repeats,
+                           observed_calls=not static_only, form=form, average=average, repeats=repeats,
                            inputs=not no_inputs, content=not no_content, solver=solver)
     log = progress_log(quiet, verbose)
     if frontier is not None:

@@ -506,7 +506,9 @@ def _summary(build: dict, order: list[str]) -> str:
         validation = _d(metric.get("validation"))
         box = _d(validation.get("blackbox"))
         unit = metric.get("unit") or ""
-        terms = _l(_d(metric.get("model")).get("terms"))
+        model = _d(metric.get("model"))
+        parts = [_d(m) for m in _l(model.get("members"))] if model.get("form") == "ensemble" else [model]
+        terms = [t for part in parts for t in _l(part.get("terms"))]
         train, test = _counts(build, metric)
         if box.get("available"):
             bb_med, bb_mean = fmt_pct(box.get("median_rel_error")), fmt_pct(box.get("mean_rel_error"))
@@ -625,30 +627,47 @@ def _models(build: dict, order: list[str], anchors: dict[str, str]) -> str:
         if not model:
             blocks.append(f'<div class="panel"><h3><code>{_e(name)}</code></h3>{_na("Model not available.")}</div>')
             continue
-        rows = []
-        terms = sorted((_d(t) for t in _l(model.get("terms"))), key=lambda t: -abs(_num(t.get("coefficient")) or 0))
-        for term in terms:
-            factors = []
-            for f in _l(term.get("factors")):
-                f = _d(f)
-                fid = str(f.get("feature", "?"))
-                power = _int(f.get("power")) or 1
-                link = f'<a href="#{anchors[fid]}"><code>{_e(fid)}</code></a>' if fid in anchors else f"<code>{_e(fid)}</code>"
-                factors.append(link + (f"<sup>{power}</sup>" if power != 1 else ""))
-            coef = _num(term.get("coefficient"))
-            rows.append(f'<tr><td class="num" data-v="{"" if coef is None else coef}">'
-                        f'{_e(_coef(coef))}</td><td>{" × ".join(factors) or "1"}</td></tr>')
+        members = [_d(m) for m in _l(model.get("members"))] if model.get("form") == "ensemble" else [model]
+        tables, count = [], 0
+        for member in members:
+            table, terms = _term_table(member, anchors)
+            count += terms
+            if len(members) > 1:
+                tables.append(f'<p class="note">{_e(member.get("label", "member"))} ({_e(member.get("form", ""))} form):</p>')
+            tables.append(table)
+        if len(members) > 1:
+            tables.insert(0, f'<p class="note">The estimate is the geometric mean of these {len(members)} models\' '
+                             'estimates (the candidates cross-validation ranked best).</p>')
         test = _d(_d(model.get("evaluation")).get("test"))
         fit_note = ""
         if test:
             fit_note = (f'<p class="note">At fit time: held-out median {_e(fmt_pct(test.get("median_rel_error")))}, '
                         f'mean {_e(fmt_pct(test.get("mean_rel_error")))} over {_e(fmt_count(test.get("n")))} runs.</p>')
-        intercept = _num(model.get("intercept"))
-        body = (f'<table class="compact terms"><thead><tr><th>coefficient</th><th>term (features scaled to 0..1)</th></tr></thead>'
-                f'<tbody><tr><td class="num">{_e(_coef(intercept))}</td>'
-                f'<td><em>intercept</em></td></tr>{"".join(rows)}</tbody></table>')
-        blocks.append(f'<div class="panel"><h3><code>{_e(name)}</code> <small>{len(terms)} term(s)</small></h3>{body}{fit_note}</div>')
+        blocks.append(f'<div class="panel"><h3><code>{_e(name)}</code> <small>{count} term(s)</small></h3>'
+                      f'{"".join(tables)}{fit_note}</div>')
     return f'<div class="grid">{"".join(blocks)}</div>'
+
+
+def _term_table(model: dict, anchors: dict[str, str]) -> tuple[str, int]:
+    """One model's (or ensemble member's) terms as a table, largest coefficient first; (html, terms)."""
+    rows = []
+    terms = sorted((_d(t) for t in _l(model.get("terms"))), key=lambda t: -abs(_num(t.get("coefficient")) or 0))
+    for term in terms:
+        factors = []
+        for f in _l(term.get("factors")):
+            f = _d(f)
+            fid = str(f.get("feature", "?"))
+            power = _int(f.get("power")) or 1
+            link = f'<a href="#{anchors[fid]}"><code>{_e(fid)}</code></a>' if fid in anchors else f"<code>{_e(fid)}</code>"
+            factors.append(link + (f"<sup>{power}</sup>" if power != 1 else ""))
+        coef = _num(term.get("coefficient"))
+        rows.append(f'<tr><td class="num" data-v="{"" if coef is None else coef}">'
+                    f'{_e(_coef(coef))}</td><td>{" × ".join(factors) or "1"}</td></tr>')
+    intercept = _num(model.get("intercept"))
+    html = (f'<table class="compact terms"><thead><tr><th>coefficient</th><th>term (features scaled to 0..1)</th></tr></thead>'
+            f'<tbody><tr><td class="num">{_e(_coef(intercept))}</td>'
+            f'<td><em>intercept</em></td></tr>{"".join(rows)}</tbody></table>')
+    return html, len(terms)
 
 
 def _lambda_path(build: dict, order: list[str]) -> str:

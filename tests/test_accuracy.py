@@ -17,7 +17,7 @@ from mantispy import measurement
 from mantispy.build import ESTIMATE_FACTOR, estimate_limit
 from mantispy.build_record import BuildRecord, CampaignRecord, MetricRecord
 from mantispy.campaign import CALIBRATE_ALL, SpecError, load_spec
-from mantispy.modeling import artefact, selection, work
+from mantispy.modeling import artefact, averaging, selection, work
 from mantispy.modeling.fitting import FitRequest, fit_campaign
 from mantispy.modeling.spore import SporeRegressor
 from mantispy.profiler import ORIGINAL, plan, plan_reruns
@@ -241,6 +241,69 @@ def test_a_fitted_models_interval_stands_on_leave_one_input_out_predictions(tmp_
     assert band["n"] == len(model["training"]["train_inputs"]) == 12
     assert "leave-one-input-out" in band["method"]
     assert band["low"] < 1 < band["high"]
+
+
+def test_the_model_is_the_geometric_mean_of_the_best_ranked_candidates_and_predicts_as_fitted(tmp_path):
+    """Model averaging (mantispy.modeling.averaging): the three candidates with the least cross-validated error,
+    each fitted on the training inputs; the standard-library evaluation of the saved model gives the estimates
+    the fit was judged by."""
+    work_store(tmp_path / "w.db", n=24)
+    with RunStore(tmp_path / "w.db") as store:
+        model = fit_campaign(store, "w", FitRequest(metric="cpu", train_fraction=0.5, metrics_from=ORIGINAL,
+                                                    sensitivity=False))
+        single = fit_campaign(store, "w", FitRequest(metric="cpu", train_fraction=0.5, metrics_from=ORIGINAL,
+                                                     sensitivity=False, average=1))
+        frame = store.dataframe("w")
+    rows = [c for c in model["selection"]["candidates"] if c["cv_median_rel_error"] is not None]
+    rank = {view: n for n, view in enumerate(selection.VIEWS)}
+    best = sorted(rows, key=lambda c: (round(c["cv_median_rel_error"], 12), rank[c["view"]]))[:3]
+    best = [c for c in best if c["cv_median_rel_error"] <= best[0]["cv_median_rel_error"] * (1 + averaging.TOLERANCE)]
+    assert len(best) >= 2  # this campaign's candidates are close: an average
+    assert model["form"] == "ensemble" and model["selection"]["members"] == [c["candidate"] for c in best]
+    assert [m["label"] for m in model["members"]] == model["selection"]["members"]
+    assert single["form"] != "ensemble" and single["selection"]["chosen"] == best[0]["candidate"]
+    artefact.save(model, tmp_path / "m.json")
+    loaded = artefact.load(tmp_path / "m.json")
+    features = {row["input_id"]: {c: float(row[c]) for c in frame.columns if ":" in c and not c.startswith("metric:")}
+                for _, row in frame.iterrows()}
+    for judged in model["evaluation"]["test_predictions"]:
+        assert artefact.predict(loaded, features[judged["input_id"]]) == pytest.approx(judged["predicted"], rel=1e-9)
+    assert model["interval"]["low"] < 1 < model["interval"]["high"]
+    assert set(model["scaling"]) == {f for m in model["members"] for f in m["scaling"]}
+    text = "\n".join(artefact.polynomial_text(model))
+    assert f"geometric mean of {len(best)}" in text and all(m["label"] in text for m in model["members"])
+
+
+def test_only_candidates_close_to_the_best_are_averaged():
+    def scored(view, form, error):
+        return selection.Scored(selection.Candidate(view, form, 1), [], np.zeros(3), error)
+
+    found = selection.Selection(scored=[scored("program", "log", 0.12), scored("constant", "polynomial", 0.5),
+                                        scored("inputs", "log", 0.10), scored("program", "polynomial", 0.2),
+                                        scored("content", "log", float("inf"))])
+    assert [s.error for s in averaging.members(found)] == [0.10, 0.12]
+    assert [s.error for s in averaging.members(found, tolerance=1.0)] == [0.10, 0.12, 0.2]
+    assert [s.candidate.view for s in averaging.members(found, views=("constant", "inputs"), tolerance=10)] == \
+        ["inputs", "constant"]
+    assert averaging.members(selection.Selection()) == []
+
+
+def test_an_averaged_model_evaluates_to_the_geometric_mean_of_its_members():
+    frame, y = multiplicative(80)
+    log_member = SporeRegressor(form="log", degree=1).fit(frame.iloc[:40], y[:40])
+    poly_member = SporeRegressor(form="polynomial", degree=2).fit(frame.iloc[:40], y[:40])
+    parts = [artefact.from_estimator(est, "cpu_s") for est in (log_member, poly_member)]
+    for part in parts:
+        part["floor"] = 1e-3
+    model = artefact.ensemble([("program log-1", parts[0]), ("program polynomial-2", parts[1])], "cpu_s", 1e-3)
+    assert artefact.model_problem(model) is None
+    for _, row in frame.iloc[40:50].iterrows():
+        values = {k: float(v) for k, v in row.items()}
+        alone = [max(artefact.predict(part, values), 1e-3) for part in parts]
+        assert artefact.predict(model, values) == pytest.approx((alone[0] * alone[1]) ** 0.5, rel=1e-12)
+    broken = {**model, "members": [dict(model["members"][0], terms="x")]}
+    assert artefact.model_problem(broken).startswith("field members[0]: terms")
+    assert "members" in artefact.model_problem({**model, "members": []})
 
 
 # ---------------------------------------------------------------- the work target

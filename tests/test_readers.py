@@ -42,6 +42,15 @@ MODEL = {"format": "mantispy-model", "version": 2, "metric": "wall_s", "method":
                    {"coefficient": -0.25, "factors": [{"feature": "input:arg1", "power": 1}]}],
          "scaling": {"app.py:run:loop:1": {"min": 0.0, "max": 4.0}, "input:arg1": {"min": 1.0, "max": 9.0}},
          "interval": {"low": 0.8, "high": 1.3, "level": [0.1, 0.9]}}
+ENSEMBLE = {"format": "mantispy-model", "version": 2, "metric": "wall_s", "method": "geometric mean", "degree": 2,
+            "form": "ensemble", "floor": 0.001, "intercept": 0.0, "terms": [],
+            "scaling": {"app.py:run:loop:1": {"min": 0.0, "max": 53.6}, "input:arg1": {"min": 1.0, "max": 8102.0}},
+            "members": [{k: v for k, v in MODEL.items() if k not in ("format", "version", "metric", "interval")},
+                        {"label": "inputs polynomial-1", "form": "polynomial", "method": "lasso", "degree": 1,
+                         "floor": 0.001, "intercept": 0.2,
+                         "terms": [{"coefficient": 0.3, "factors": [{"feature": "input:arg1", "power": 1}]}],
+                         "scaling": {"input:arg1": {"min": 1.0, "max": 9.0}}}],
+            "interval": {"low": 0.8, "high": 1.3, "level": [0.1, 0.9]}}
 OBSERVED = {"format": observed_calls.FORMAT, "version": observed_calls.VERSION, "root": "/src",
             "files": {"app.py": "ab12"}, "runs": [{"argv": ["3"]}], "inputs": ["a"],
             "calls": [["app.py", 12, 6, 12, 29, "app.py", "run", 4]], "reached": [["app.py", 12, 6, 12, 29]],
@@ -51,6 +60,7 @@ OBSERVED = {"format": observed_calls.FORMAT, "version": observed_calls.VERSION, 
 def test_the_valid_documents_read():
     assert Manifest.from_dict(copy.deepcopy(MANIFEST)).to_dict() == MANIFEST
     assert artefact.predict(MODEL, {"app.py:run:loop:1": 2, "input:arg1": 3}) > 0
+    assert artefact.predict(ENSEMBLE, {"app.py:run:loop:1": 2, "input:arg1": 3}) > 0
     assert Observations.from_dict(copy.deepcopy(OBSERVED)).calls
 
 
@@ -68,8 +78,18 @@ def test_manifest_reader(path, value):
 @settings(max_examples=300, deadline=None)
 @given(path=st.sampled_from(list(_paths(MODEL))), value=ODD)
 def test_model_reader(tmp_path_factory, path, value):
+    _read_mutated_model(tmp_path_factory, MODEL, path, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(list(_paths(ENSEMBLE))), value=ODD)
+def test_averaged_model_reader(tmp_path_factory, path, value):
+    _read_mutated_model(tmp_path_factory, ENSEMBLE, path, value)
+
+
+def _read_mutated_model(tmp_path_factory, document, path, value):
     target = tmp_path_factory.mktemp("model") / "model.json"
-    target.write_text(json.dumps(mutated(MODEL, path, value)))
+    target.write_text(json.dumps(mutated(document, path, value)))
     try:
         model = artefact.load(target)
     except artefact.ModelFileError as exc:

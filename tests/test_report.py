@@ -262,6 +262,20 @@ def test_rounds_table(page):
     assert "&lt;/textarea&gt;" in rounds and "9.0%" in rounds
 
 
+def test_an_averaged_model_shows_each_members_terms():
+    build = make_build()
+    name, metric = next(iter(build["metrics"].items()))
+    single = {k: metric["model"][k] for k in ("method", "degree", "intercept", "terms", "scaling")}
+    metric["model"] = dict(metric["model"], form="ensemble", method="geometric mean", intercept=0.0, terms=[],
+                           members=[dict(single, label="program log-2", form="log"),
+                                    dict(single, label=f"inputs {EVIL}", form="polynomial", terms=single["terms"][:1])])
+    models = render_report(build).split('<section id="models">', 1)[1].split("</section>", 1)[0]
+    panel = models.split(f"<code>{html.escape(name)}</code>", 1)[1].split('<div class="panel">', 1)[0]
+    assert "geometric mean of these 2 models" in panel and "program log-2 (log form)" in panel
+    assert f"inputs {html.escape(EVIL)}" in panel and EVIL not in panel
+    assert "3 term(s)" in panel and panel.count("<em>intercept</em>") == 2
+
+
 def test_missing_optional_parts(minimal_page):
     text = minimal_page
     for title in SECTIONS:

@@ -8,6 +8,11 @@ or, in the multiplicative ``"form": "log"``, the exponential of that polynomial 
 g(x_f) = sign(x_f) * log(1 + |x_f|) (min and max are then those of g(x_f)). An estimate is never below
 ``floor`` (a tenth of the smallest training value): a negative time or size is no estimate.
 
+An ``"form": "ensemble"`` model is the geometric mean of its ``members``, each a model of the two forms
+above with its own ``label``, ``floor``, ``terms`` and ``scaling`` (:func:`ensemble`); its own ``scaling``
+is then the range of each feature's raw value over the members (for range checks and the list of
+features), and its ``terms`` are empty.
+
 ``predict`` below needs nothing but the standard library, so a predictor module can evaluate the JSON
 without importing mantispy, numpy or scikit-learn. Layout::
 
@@ -24,10 +29,11 @@ without importing mantispy, numpy or scikit-learn. Layout::
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from .evaluation import interval, model_problem, predict
+from .evaluation import ENSEMBLE, interval, model_problem, predict
 
 __all__ = ["interval", "model_problem", "predict"]  # re-exported: a model's evaluation lives in evaluation.py
 
@@ -62,6 +68,36 @@ def from_estimator(est, metric: str) -> dict[str, Any]:
     }
 
 
+def _raw(bound: float, log_form: bool) -> float:
+    return math.copysign(math.expm1(abs(bound)), bound) if log_form else bound
+
+
+def ensemble(members: list[tuple[str, dict[str, Any]]], metric: str, floor: float) -> dict[str, Any]:
+    """One model JSON whose estimate is the geometric mean of ``members`` ((label, model JSON) pairs, each a
+    polynomial or log-form model fitted on the same training runs)."""
+    scaling: dict[str, dict[str, float]] = {}
+    aliases: dict[str, list[list[Any]]] = {}
+    parts = []
+    for label, member in members:
+        log_form = member.get("form") == "log"
+        for feature, bounds in member["scaling"].items():
+            low, high = _raw(bounds["min"], log_form), _raw(bounds["max"], log_form)
+            known = scaling.setdefault(feature, {"min": low, "max": high})
+            known["min"], known["max"] = min(known["min"], low), max(known["max"], high)
+        for feature, group in member.get("aliases", {}).items():
+            kept = aliases.setdefault(feature, [])
+            kept.extend(pair for pair in group if pair not in kept)
+        part: dict[str, Any] = {"label": label}
+        part.update({k: member[k] for k in ("method", "degree", "form", "intercept", "terms", "scaling", "aliases")
+                     if k in member})
+        part["floor"] = float(member.get("floor", floor))
+        parts.append(part)
+    return {"format": MODEL_FORMAT, "version": MODEL_VERSION, "metric": metric, "method": "geometric mean",
+            "degree": max(int(m.get("degree", 0)) for _, m in members), "form": ENSEMBLE,
+            "combine": "geometric mean of the members' estimates", "intercept": 0.0, "terms": [], "floor": floor,
+            "scaling": scaling, "aliases": aliases, "members": parts}
+
+
 def model_features(model: dict[str, Any]) -> list[str]:
     """Feature ids the model needs, in a stable order."""
     return sorted(model["scaling"])
@@ -93,7 +129,7 @@ def load(path: Path) -> dict[str, Any]:
     model = read_json(path, "give a model written by mantispy fit", ModelFileError)
     if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
         raise ModelFileError(f"{path}: not a mantispy model; give a model written by mantispy fit")
-    if model.get("form", "polynomial") not in ("polynomial", "log"):
+    if model.get("form", "polynomial") not in ("polynomial", "log", ENSEMBLE):
         raise ModelFileError(f"{path}: unknown model form {model.get('form')!r}; upgrade mantispy or refit")
     version = model.get("version", 0)
     if isinstance(version, bool) or not isinstance(version, int):
@@ -133,7 +169,14 @@ def variable_names(model: dict[str, Any]) -> dict[str, str]:
 
 
 def polynomial_text(model: dict[str, Any]) -> list[str]:
-    """The model as lines of text: the formula with x1, x2 ... then what each x is."""
+    """The model as lines of text: the formula with x1, x2 ... (an ensemble: each member's, indented)."""
+    if model.get("form") == ENSEMBLE:
+        members = model["members"]
+        lines = [f"{model['metric']} ~= geometric mean of {len(members)} models' estimates"]
+        for n, member in enumerate(members, 1):
+            lines.append(f"  [{n}] {member.get('label', '')}:")
+            lines += ["    " + line for line in polynomial_text({**member, "metric": model["metric"]})]
+        return lines
     names = variable_names(model)
     log_form = model.get("form") == "log"
     lines = [f"{'log ' if log_form else ''}{model['metric']} ~= {model['intercept']:.6g}"]

@@ -7,6 +7,10 @@ import json
 import math
 from typing import Any
 
+ENSEMBLE = "ensemble"
+"""The form of a model that is the geometric mean of its ``members`` (each a polynomial or log-form model)."""
+MAX_MEMBERS = 10
+
 
 def predict(model: dict[str, Any], features: dict[str, float]) -> float:
     """Evaluate a model on one run's features (absent features count as 0). A term beyond the float range
@@ -18,6 +22,11 @@ def predict(model: dict[str, Any], features: dict[str, float]) -> float:
 
 
 def _evaluate(model: dict[str, Any], features: dict[str, float]) -> float:
+    if model.get("form") == ENSEMBLE:
+        members = model["members"]
+        logs = [math.log(max(_evaluate(member, features), 1e-300)) for member in members]
+        total = math.exp(min(sum(logs) / len(logs), 700.0))
+        return max(total, float(model.get("floor", -math.inf)))
     log_form = model.get("form", "polynomial") == "log"
     total = float(model["intercept"])
     scaling = model["scaling"]
@@ -54,7 +63,11 @@ def model_problem(model: Any) -> str | None:
 
     Checks the parts evaluation reads: ``intercept``, ``terms`` (``coefficient``; ``factors``: ``feature``,
     ``power``), ``scaling`` (``min`` < ``max`` per feature), ``form``, ``floor`` and ``interval``; every
-    number finite."""
+    number finite. An ensemble's ``members`` are checked as models of their own (none an ensemble)."""
+    return _model_problem(model, allow_members=True)
+
+
+def _model_problem(model: Any, allow_members: bool) -> str | None:
     if not isinstance(model, dict):
         return f"the model must be an object, not {type(model).__name__}"
 
@@ -63,8 +76,17 @@ def model_problem(model: Any) -> str | None:
 
     if not finite(model.get("intercept")):
         return "field intercept: expected a finite number"
-    if model.get("form", "polynomial") not in ("polynomial", "log"):
-        return f"field form: expected 'polynomial' or 'log', not {model.get('form')!r}"
+    forms = ("polynomial", "log", ENSEMBLE) if allow_members else ("polynomial", "log")
+    if model.get("form", "polynomial") not in forms:
+        return f"field form: expected {' or '.join(repr(f) for f in forms)}, not {model.get('form')!r}"
+    if model.get("form") == ENSEMBLE:
+        members = model.get("members")
+        if not isinstance(members, list) or not 1 <= len(members) <= MAX_MEMBERS:
+            return f"field members: expected a list of 1 to {MAX_MEMBERS} models"
+        for n, member in enumerate(members):
+            problem = _model_problem(member, allow_members=False)
+            if problem is not None:
+                return f"field members[{n}]: {problem.removeprefix('field ')}"
     if "floor" in model and not finite(model["floor"]):
         return "field floor: expected a finite number"
     scaling = model.get("scaling")

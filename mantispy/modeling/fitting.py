@@ -22,7 +22,7 @@ import numpy as np
 from mantispy.measurement import noise_floor
 from mantispy.store import RunStore, StoreError
 
-from . import artefact, selection, work
+from . import artefact, averaging, selection, work
 from .spore import FORMS, ModelingError, SporeRegressor
 
 METRIC_ALIASES = {"wall": "wall_s", "cpu": "cpu_s", "rss": "max_rss_kb", "memory": "max_rss_kb", "work": "work_s"}
@@ -55,6 +55,9 @@ class FitRequest:
     solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet" (python-glmnet)
     # input id -> {feature id: value}: features computed per input outside the runs (content features)
     extra_features: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the model is the geometric mean of this many of the candidates cross-validation ranks best (1: the best
+    # alone); the black box is averaged the same way (mantispy.modeling.averaging)
+    average: int = averaging.ENSEMBLE_SIZE
 
 
 def resolve_metric(name: str) -> str:
@@ -227,19 +230,25 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     chosen = chosen_selection.chosen
     assert chosen is not None
     floor = float(y_train.min()) / 10
-    if chosen.candidate.view == "constant":
-        model = _constant_model(metric, train[metric_col].to_numpy(dtype=float))
-        est = None
-        predicted = np.full(len(y_test), model["intercept"])
+    averaged = averaging.members(chosen_selection, size=request.average) if request.average > 1 else [chosen]
+    if len(averaged) < 2:
+        averaged = [chosen]
+    fitted = [_fit_member(frame, scored, metric, metric_col, train_ids, test_ids, request, floor) for scored in averaged]
+    est = fitted[0][1]  # the best-ranked member's estimator: its fit details and sensitivity are reported
+    if len(fitted) == 1:
+        model = fitted[0][0]
+        predicted = fitted[0][2]
     else:
-        est, _, _ = _fit_eval(frame, chosen.columns, metric_col, train_ids, test_ids, request, chosen.candidate)
-        model = artefact.from_estimator(est, metric)
-        model["floor"] = floor
-        predicted = np.maximum(est.predict(test[chosen.columns]), floor)
+        model = artefact.ensemble([(s.candidate.label, f[0]) for s, f in zip(averaged, fitted)], metric, floor)
+        predicted = averaging.geometric_mean([f[2] for f in fitted], floor)
     model["selection"] = chosen_selection.to_json()
+    if len(averaged) > 1:
+        model["selection"].update({"chosen": averaging.label(averaged),
+                                   "members": [s.candidate.label for s in averaged],
+                                   "combine": "geometric mean of the members' estimates"})
     if weights is not None:
         model["work"] = weights.to_json()
-    band = _interval(chosen, train, metric_col, y_train, floor, request)
+    band = _interval(averaged, train, metric_col, y_train, floor, request)
     if band is not None:
         model["interval"] = band
     model["features"] = artefact.describe_features(model, campaign.manifest)
@@ -259,7 +268,7 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
         "raw_features": len(_feature_columns(frame)),
         "input_descriptors": inputs,
         "excluded": list(request.exclude),
-        "form": chosen.candidate.form if est is not None else "constant",
+        "form": (model["form"] if len(averaged) > 1 else chosen.candidate.form if est is not None else "constant"),
         "solver": ("glmnet (python-glmnet) for the final LASSO stage" if request.solver == "glmnet"
                    else "scikit-learn coordinate descent (LassoCV / lasso_path)"),
     }
@@ -274,13 +283,15 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
             "weighting": "none (log residuals are relative errors)" if est.form == "log" else est.weighting,
             "refit": est.refit,
         })
-    else:
+    elif len(averaged) == 1:
         model["training"]["constant"] = chosen_selection.reason
+    train_predicted = averaging.geometric_mean([_member_predict(s, m, e, train, floor) for s, (m, e, _)
+                                                in zip(averaged, fitted)], floor)
+    cv_predicted = averaging.geometric_mean([s.predictions for s in averaged], floor)
     evaluation: dict[str, Any] = {
         "test": relative_errors(predicted, y_test),
-        "train": relative_errors(np.full(len(y_train), model["intercept"]) if est is None
-                                 else np.maximum(est.predict(train[chosen.columns]), floor), y_train),
-        "cv": {"median_rel_error": chosen.error},
+        "train": relative_errors(train_predicted, y_train),
+        "cv": {"median_rel_error": float(np.median(selection.relative_error(cv_predicted, y_train)))},
         "test_predictions": [
             {"input_id": i, "actual": float(a), "predicted": float(p)}
             for i, a, p in zip(test["input_id"], y_test, predicted)
@@ -292,7 +303,8 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     noise = noise_floor(store.runs(campaign), variant=request.metrics_from, metrics=[measured]).get(measured)
     if noise is not None:
         evaluation["noise"] = noise
-    log(f"{chosen.candidate.label}: {len(model['terms'])} term(s) over {len(model['scaling'])} feature(s); "
+    log(f"{averaging.label(averaged)}: {sum(len(m['terms']) for m in model.get('members', [model]))} term(s) over "
+        f"{len(model['scaling'])} feature(s); "
         f"held-out median relative error {evaluation['test']['median_rel_error']:.1%}")
     evaluation["blackbox"] = _blackbox(frame, measured_col, train_ids, test_ids, request, chosen_selection,
                                        reuse=sorted(inputs) == sorted(all_inputs) and measured == metric)
@@ -308,20 +320,48 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
 INTERVAL_SOURCES = ("leave-one-input-out", "out-of-fold")
 
 
-def _interval(chosen: selection.Scored, train, metric_col: str, y_train: np.ndarray, floor: float,
+def _fit_member(frame, scored: selection.Scored, metric: str, metric_col: str, train_ids, test_ids,
+                request: FitRequest, floor: float) -> tuple[dict[str, Any], SporeRegressor | None, np.ndarray]:
+    """One candidate fitted on the training inputs: (its model JSON, its estimator or None for the constant,
+    its estimates of the held-out runs)."""
+    test = frame[frame["input_id"].isin(test_ids)]
+    if scored.candidate.view == "constant":
+        train = frame[frame["input_id"].isin(train_ids)]
+        model = _constant_model(metric, train[metric_col].to_numpy(dtype=float))
+        return model, None, np.full(len(test), model["intercept"])
+    est, _, _ = _fit_eval(frame, scored.columns, metric_col, train_ids, test_ids, request, scored.candidate)
+    model = artefact.from_estimator(est, metric)
+    model["floor"] = floor
+    return model, est, np.maximum(est.predict(test[scored.columns]), floor)
+
+
+def _member_predict(scored: selection.Scored, model: dict[str, Any], est: SporeRegressor | None, rows,
+                    floor: float) -> np.ndarray:
+    if est is None:
+        return np.full(len(rows), float(model["intercept"]))
+    return np.maximum(est.predict(rows[scored.columns]), floor)
+
+
+def _interval(averaged: list[selection.Scored], train, metric_col: str, y_train: np.ndarray, floor: float,
               request: FitRequest) -> dict[str, Any] | None:
-    """The chosen model's prediction interval, from its leave-one-input-out predictions on the training
-    inputs (the selection's out-of-fold ones where a fit left out fails, or where the request asks)."""
+    """The model's prediction interval, from its leave-one-input-out predictions on the training inputs (an
+    average's: the geometric mean of its members'; the selection's out-of-fold ones where a fit left out
+    fails, or where the request asks)."""
     if request.interval_from not in INTERVAL_SOURCES:
         raise ModelingError(f"unknown interval source {request.interval_from!r}; choose {' or '.join(INTERVAL_SOURCES)}")
+    out_of_fold = averaging.geometric_mean([s.predictions for s in averaged], floor)
     if request.interval_from == "out-of-fold":
-        return selection.interval(np.maximum(chosen.predictions, floor), y_train, request.levels)
-    again = selection.leave_one_input_out(chosen, train, train[metric_col].to_numpy(dtype=float),
-                                          train["input_id"].to_numpy(), lambda c: _estimator(request, c), request.seed)
-    if again.problem is None and np.all(np.isfinite(again.predictions)):
-        return selection.interval(np.maximum(again.predictions, floor), y_train, request.levels,
-                                  source="leave-one-input-out predictions")
-    return selection.interval(np.maximum(chosen.predictions, floor), y_train, request.levels)
+        return selection.interval(out_of_fold, y_train, request.levels)
+    left_out = []
+    for scored in averaged:
+        again = selection.leave_one_input_out(scored, train, train[metric_col].to_numpy(dtype=float),
+                                              train["input_id"].to_numpy(), lambda c: _estimator(request, c),
+                                              request.seed)
+        if again.problem is not None or not np.all(np.isfinite(again.predictions)):
+            return selection.interval(out_of_fold, y_train, request.levels)
+        left_out.append(again.predictions)
+    return selection.interval(averaging.geometric_mean(left_out, floor), y_train, request.levels,
+                              source="leave-one-input-out predictions")
 
 
 def _constant_model(metric: str, y_train: np.ndarray) -> dict[str, Any]:
@@ -333,31 +373,44 @@ def _constant_model(metric: str, y_train: np.ndarray) -> dict[str, Any]:
 
 def _blackbox(frame, metric_col, train_ids, test_ids, request: FitRequest, chosen: selection.Selection,
               reuse: bool) -> dict[str, Any]:
-    """The black box: the best form (by the same cross-validation) on the input descriptors only."""
+    """The black box: the best form (by the same cross-validation) on the input descriptors only; averaged
+    as the model is (the best ``request.average`` of the constant and the descriptors' forms)."""
     columns = _input_columns(frame)
     if not columns:
         return {"available": False, "reason": "the inputs carry no numbers (argv/kwargs) or file sizes"}
-    best = chosen.best("inputs") if reuse else None
-    if best is None:
+    pool = chosen if reuse else None
+    if pool is None:
         train = frame[frame["input_id"].isin(train_ids)]
         try:
-            best = _select(train, [], columns, metric_col, request).best("inputs")
+            pool = _select(train, [], columns, metric_col, request)
         except ModelingError as exc:
             return {"available": False, "reason": str(exc)}
+    best = pool.best("inputs")
     if best is None or math.isinf(best.error):
         return {"available": False, "reason": best.problem if best is not None else "no input descriptor varies"}
-    try:
-        est, train, test = _fit_eval(frame, columns, metric_col, train_ids, test_ids, request, best.candidate)
-    except ModelingError as exc:
-        return {"available": False, "reason": str(exc)}
+    averaged = averaging.members(pool, views=("constant", "inputs"), size=request.average) if request.average > 1 else []
+    if len(averaged) < 2 or all(s.candidate.view == "constant" for s in averaged):
+        averaged = [best]
+    train = frame[frame["input_id"].isin(train_ids)]
     floor = float(train[metric_col].min()) / 10
-    predicted = np.maximum(est.predict(test[columns]), floor)
+    estimates, used = [], []
+    for scored in averaged:
+        try:
+            model, est, predicted = _fit_member(frame, scored, "blackbox", metric_col, train_ids, test_ids, request,
+                                                floor)
+        except ModelingError as exc:
+            return {"available": False, "reason": str(exc)}
+        estimates.append(predicted)
+        used += [f for term in (est.term_features_ if est is not None else []) for f, _ in term if f not in used]
+    test = frame[frame["input_id"].isin(test_ids)]
+    predicted = averaging.geometric_mean(estimates, floor)
+    cv = averaging.geometric_mean([s.predictions for s in averaged], floor)
     result: dict[str, Any] = dict(relative_errors(predicted, test[metric_col].to_numpy()))
     result.update({
         "available": True,
-        "form": best.candidate.label,
-        "cv_median_rel_error": best.error,
-        "inputs_used": [f for term in est.term_features_ for f, _ in term],
+        "form": averaging.label(averaged),
+        "cv_median_rel_error": float(np.median(selection.relative_error(cv, train[metric_col].to_numpy(dtype=float)))),
+        "inputs_used": used,
         "test_predictions": [float(p) for p in predicted],
     })
     return result
