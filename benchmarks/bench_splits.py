@@ -51,7 +51,7 @@ def judged_cheap(folder: Path) -> set[str]:
     return {feature for feature, verdict in record["verdicts"].items() if verdict.get("status") == "cheap"}
 
 
-def fit_splits(folder: Path, seeds: range, train_fraction: float) -> list[dict]:
+def fit_splits(folder: Path, seeds: range, train_fraction: float, average: int = FitRequest.average) -> list[dict]:
     """The CPU-time model refitted on each split: the held-out errors of the model and the black box."""
     work = folder / "build-work"
     content_file = work / "content.json"
@@ -64,7 +64,7 @@ def fit_splits(folder: Path, seeds: range, train_fraction: float) -> list[dict]:
         excluded = tuple(sorted(name for name in columns if name not in cheap))
         for seed in seeds:
             request = FitRequest(metric=METRIC, degree=3, train_fraction=train_fraction, seed=seed, exclude=excluded,
-                                 sensitivity=False, metrics_from="original", extra_features=extra)
+                                 sensitivity=False, metrics_from="original", extra_features=extra, average=average)
             model = fit_campaign(store, campaign.name, request)
             evaluation = model["evaluation"]
             rows.append({"seed": seed, "model": evaluation["test"]["median_rel_error"],
@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     parser.add_argument("--splits", type=int, default=10, help="train/test splits per program (seeds 0..N-1)")
+    parser.add_argument("--average", type=int, default=FitRequest.average,
+                        help="candidates averaged per model (1: the best alone, as before model averaging)")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     args = parser.parse_args(argv)
     started = time.time()
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         record = json.loads((folder / "predictor" / "build.json").read_text())
         fraction = float(record["options"]["train_fraction"])
-        rows = fit_splits(folder, range(args.splits), fraction)
+        rows = fit_splits(folder, range(args.splits), fraction, args.average)
         s = summary(rows)
         inputs = record["campaign"]["inputs"]
         chosen = ", ".join(f"{label} {count}" for label, count in sorted(s["chosen"].items(), key=lambda kv: -kv[1]))
@@ -135,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{s['twice']} | {_coverage(s['coverage'])} | {chosen} |")
     minutes = (time.time() - started) / 60
     header = [
-        f"Command: `python benchmarks/bench_splits.py --programs {args.programs} --splits {args.splits}` "
+        f"Command: `python benchmarks/bench_splits.py --programs {args.programs} --splits {args.splits} "
+        f"--average {args.average}` "
         f"({minutes:.1f} min). Each suite build's CPU-time model refitted on its stored runs over {args.splits} "
         "train/test splits (seeds 0.., the build's training fraction), offered only the features the build's cost "
         "loop judged cheap; the black box (the best of the same forms on the input descriptors) on the same "

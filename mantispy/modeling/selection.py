@@ -16,7 +16,8 @@ step of the fit, screening included, sees only its fold's training part):
 The forms (:data:`mantispy.modeling.spore.FORMS`) are the additive polynomial of scaled features
 (degree as asked) and the multiplicative log form (degrees 1 and 2). The candidate with the smallest
 cross-validated error wins; on a tie the simpler view wins (constant, inputs, content, program), so a
-model worse than a constant, or worse than the black box, on cross-validation is never chosen.
+model worse than a constant, or worse than the black box, on cross-validation is never chosen. The fit then
+averages the chosen candidate with the next best-ranked ones that come close to it (:mod:`averaging`).
 
 The chosen candidate's out-of-fold residuals also give its prediction interval: the quantiles of
 log(actual / predicted) at the interval's levels, with the finite-sample (conformal) rank
