@@ -783,7 +783,7 @@ def _round(number: int, metric: str, model: dict[str, Any], verdicts: list[Verdi
         "rejected": [{"feature": v.feature, "reason": v.status, "detail": v.detail, "cost_s": v.cost_s,
                       "cost_fraction": v.cost_fraction} for v in verdicts if not v.cheap],
         "median_rel_error": test.get("median_rel_error"),
-        "terms": len(model.get("terms", [])),
+        "terms": len(artefact.model_terms(model)),
     }
 
 

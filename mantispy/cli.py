@@ -683,6 +683,8 @@ def _print_evaluation(model) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from mantispy.modeling import artefact
+
     evaluation, training = model.get("evaluation", {}), model.get("training", {})
     console = Console(width=None if sys.stdout.isatty() else 150)
     table = Table(title=f"held-out relative error ({training.get('n_test_runs', '?')} runs; trained on "
@@ -691,7 +693,7 @@ def _print_evaluation(model) -> None:
         table.add_column(column)
     test = evaluation.get("test", {})
     table.add_row("mantispy (program features)", f"{test.get('median_rel_error', float('nan')):.2%}",
-                  f"{test.get('mean_rel_error', float('nan')):.2%}", f"{len(model['scaling'])} feature(s), {len(model['terms'])} term(s)")
+                  f"{test.get('mean_rel_error', float('nan')):.2%}", f"{len(model['scaling'])} feature(s), {len(artefact.model_terms(model))} term(s)")
     box = evaluation.get("blackbox", {})
     if box.get("available"):
         table.add_row("black box (input descriptors)", f"{box['median_rel_error']:.2%}", f"{box['mean_rel_error']:.2%}",

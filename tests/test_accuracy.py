@@ -270,6 +270,7 @@ def test_the_model_is_the_geometric_mean_of_the_best_ranked_candidates_and_predi
         assert artefact.predict(loaded, features[judged["input_id"]]) == pytest.approx(judged["predicted"], rel=1e-9)
     assert model["interval"]["low"] < 1 < model["interval"]["high"]
     assert set(model["scaling"]) == {f for m in model["members"] for f in m["scaling"]}
+    assert len(artefact.model_terms(model)) == sum(len(m["terms"]) for m in model["members"]) > 0
     text = "\n".join(artefact.polynomial_text(model))
     assert f"geometric mean of {len(best)}" in text and all(m["label"] in text for m in model["members"])
 

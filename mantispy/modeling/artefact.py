@@ -98,6 +98,12 @@ def ensemble(members: list[tuple[str, dict[str, Any]]], metric: str, floor: floa
             "scaling": scaling, "aliases": aliases, "members": parts}
 
 
+def model_terms(model: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every term of the model: an average's are its members'."""
+    parts = model.get("members", []) if model.get("form") == ENSEMBLE else [model]
+    return [term for part in parts for term in part.get("terms", [])]
+
+
 def model_features(model: dict[str, Any]) -> list[str]:
     """Feature ids the model needs, in a stable order."""
     return sorted(model["scaling"])

@@ -303,7 +303,7 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     noise = noise_floor(store.runs(campaign), variant=request.metrics_from, metrics=[measured]).get(measured)
     if noise is not None:
         evaluation["noise"] = noise
-    log(f"{averaging.label(averaged)}: {sum(len(m['terms']) for m in model.get('members', [model]))} term(s) over "
+    log(f"{averaging.label(averaged)}: {len(artefact.model_terms(model))} term(s) over "
         f"{len(model['scaling'])} feature(s); "
         f"held-out median relative error {evaluation['test']['median_rel_error']:.1%}")
     evaluation["blackbox"] = _blackbox(frame, measured_col, train_ids, test_ids, request, chosen_selection,
