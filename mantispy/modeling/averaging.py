@@ -10,8 +10,6 @@ shipped.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .selection import VIEWS, Scored, Selection
@@ -23,19 +21,11 @@ TOLERANCE = 0.3
 (a clearly better candidate is not diluted by worse ones)."""
 
 
-def ranked(selection: Selection, views: tuple[str, ...] = VIEWS) -> list[Scored]:
-    """The scored candidates of ``views`` that could be fitted, best first (ties: the simpler view, as the
-    selection breaks them)."""
-    rank = {view: n for n, view in enumerate(VIEWS)}
-    usable = [s for s in selection.scored if s.candidate.view in views and math.isfinite(s.error)]
-    return sorted(usable, key=lambda s: (round(s.error, 12), rank[s.candidate.view]))
-
-
 def members(selection: Selection, views: tuple[str, ...] = VIEWS, size: int = ENSEMBLE_SIZE,
             tolerance: float = TOLERANCE) -> list[Scored]:
     """The candidates to average: the ``size`` best of ``views`` whose cross-validated error is at most
     (1 + ``tolerance``) times the best's (fewer when fewer qualify; the best alone at least)."""
-    best = ranked(selection, views)[:size]
+    best = selection.ranked(views)[:size]
     return [s for s in best if s.error <= best[0].error * (1 + tolerance)] if best else []
 
 

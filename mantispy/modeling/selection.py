@@ -122,6 +122,12 @@ class Selection:
     chosen: Scored | None = None
     reason: str = ""
 
+    def ranked(self, views: Sequence[str] = VIEWS) -> list[Scored]:
+        """The scored candidates of ``views`` that could be fitted, best first (ties: the simpler view)."""
+        rank = {view: n for n, view in enumerate(VIEWS)}
+        usable = [s for s in self.scored if s.candidate.view in views and math.isfinite(s.error)]
+        return sorted(usable, key=lambda s: (round(s.error, 12), rank[s.candidate.view]))
+
     def best(self, view: str) -> Scored | None:
         """The best-scoring candidate of one view."""
         of_view = [s for s in self.scored if s.candidate.view == view]
@@ -175,8 +181,7 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
         for form, degree in forms:
             selection.scored.append(score(Candidate("program", form, degree), frame, program_columns, y, groups,
                                           splits, make))
-    rank = {view: n for n, view in enumerate(VIEWS)}
-    chosen = min(selection.scored, key=lambda s: (round(s.error, 12), rank[s.candidate.view]))
+    chosen = (selection.ranked() or selection.scored)[0]  # every candidate failing: the constant's row
     selection.chosen = chosen
     best_program = selection.best("program")
     best_inputs = selection.best("inputs")
