@@ -51,7 +51,8 @@ def judged_cheap(folder: Path) -> set[str]:
     return {feature for feature, verdict in record["verdicts"].items() if verdict.get("status") == "cheap"}
 
 
-def fit_splits(folder: Path, seeds: range, train_fraction: float, average: int = FitRequest.average) -> list[dict]:
+def fit_splits(folder: Path, seeds: range, train_fraction: float, average: int = FitRequest.average,
+               penalty: str = FitRequest.penalty) -> list[dict]:
     """The CPU-time model refitted on each split: the held-out errors of the model and the black box."""
     work = folder / "build-work"
     content_file = work / "content.json"
@@ -64,7 +65,8 @@ def fit_splits(folder: Path, seeds: range, train_fraction: float, average: int =
         excluded = tuple(sorted(name for name in columns if name not in cheap))
         for seed in seeds:
             request = FitRequest(metric=METRIC, degree=3, train_fraction=train_fraction, seed=seed, exclude=excluded,
-                                 sensitivity=False, metrics_from="original", extra_features=extra, average=average)
+                                 sensitivity=False, metrics_from="original", extra_features=extra, average=average,
+                                 penalty=penalty)
             model = fit_campaign(store, campaign.name, request)
             evaluation = model["evaluation"]
             rows.append({"seed": seed, "model": evaluation["test"]["median_rel_error"],
@@ -108,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     parser.add_argument("--splits", type=int, default=10, help="train/test splits per program (seeds 0..N-1)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the splits' seeds start here (fresh splits)")
+    parser.add_argument("--penalty", choices=("adaptive", "plain"), default=FitRequest.penalty,
+                        help="the LASSO penalty of every fit (plain: as before the adaptive one)")
     parser.add_argument("--average", type=int, default=FitRequest.average,
                         help="candidates averaged per model (1: the best alone, as before model averaging)")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
@@ -126,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         record = json.loads((folder / "predictor" / "build.json").read_text())
         fraction = float(record["options"]["train_fraction"])
-        rows = fit_splits(folder, range(args.splits), fraction, args.average)
+        rows = fit_splits(folder, range(args.first_seed, args.first_seed + args.splits), fraction, args.average,
+                          args.penalty)
         s = summary(rows)
         inputs = record["campaign"]["inputs"]
         chosen = ", ".join(f"{label} {count}" for label, count in sorted(s["chosen"].items(), key=lambda kv: -kv[1]))
@@ -138,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     minutes = (time.time() - started) / 60
     header = [
         f"Command: `python benchmarks/bench_splits.py --programs {args.programs} --splits {args.splits} "
-        f"--average {args.average}` "
+        f"--average {args.average} --first-seed {args.first_seed} --penalty {args.penalty}` "
         f"({minutes:.1f} min). Each suite build's CPU-time model refitted on its stored runs over {args.splits} "
-        "train/test splits (seeds 0.., the build's training fraction), offered only the features the build's cost "
+        f"train/test splits (seeds {args.first_seed}.., the build's training fraction), offered only the features the build's cost "
         "loop judged cheap; the black box (the best of the same forms on the input descriptors) on the same "
         "held-out inputs, and its p10-p90 interval's coverage of them (\"as calibrated\": within the range a "
         "calibrated interval's coverage falls in 95 % of the time on as many inputs). Seed 0 is the build's own split; its figure can differ from the suite table's, whose "

@@ -99,6 +99,7 @@ class BuildOptions:
     repeats: int | None = None  # uninstrumented runs per input (default: the spec's original_repeats)
     inputs: bool = True  # the input descriptors (argv numbers, file sizes) are candidate features too
     solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet"
+    penalty: str = "adaptive"  # the LASSO stages' penalty: "adaptive" or "plain" (see FitRequest)
     average: int = ENSEMBLE_SIZE  # each model: the geometric mean of this many best-ranked candidates (1: the best)
     content: bool = True  # content features: matches of the program's own regexes in the input files
 
@@ -711,6 +712,7 @@ class Builder:
                              method=self.options.method, seed=self.options.seed, exclude=tuple(sorted(excluded)),
                              sensitivity=sensitivity, metrics_from="original", constant_fallback=True,
                              form=self.options.form, inputs=self.options.inputs, solver=self.options.solver,
+                             penalty=self.options.penalty,
                              unusable_inputs=tuple(getattr(self, "unusable_inputs", ())),
                              extra_features=self.content_columns, average=self.options.average,
                              interval_from="leave-one-input-out" if sensitivity else "out-of-fold")
@@ -750,7 +752,7 @@ class Builder:
             options=OptionsRecord(max_cost=self.options.max_cost, train_fraction=self.options.train_fraction,
                                   metrics=list(self.metrics), degree=self.options.degree, seed=self.options.seed,
                                   method=self.options.method, max_rounds=self.options.max_rounds,
-                                  form=self.options.form, solver=self.options.solver,
+                                  form=self.options.form, solver=self.options.solver, penalty=self.options.penalty,
                                   original_repeats=self.spec.original_repeats,
                                   estimate_limit=limit if math.isfinite(limit) else None,
                                   cost_inputs=[i["id"] for i in meter.inputs]),

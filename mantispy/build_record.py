@@ -154,6 +154,7 @@ class OptionsRecord:
     max_rounds: int | None = None
     form: str | None = None
     solver: str | None = None
+    penalty: str | None = None
     original_repeats: int | None = None
     estimate_limit: float | None = None
     cost_inputs: list[str] = field(default_factory=list)
@@ -164,6 +165,7 @@ class OptionsRecord:
         return cls(max_cost=r.number("max_cost"), train_fraction=r.number("train_fraction"), metrics=r.texts("metrics"),
                    degree=r.integer("degree"), seed=r.integer("seed"), method=r.optional_text("method"),
                    max_rounds=r.integer("max_rounds"), form=r.optional_text("form"), solver=r.optional_text("solver"),
+                   penalty=r.optional_text("penalty"),
                    original_repeats=r.integer("original_repeats"), estimate_limit=r.number("estimate_limit"),
                    cost_inputs=r.texts("cost_inputs"))
 

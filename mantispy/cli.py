@@ -623,10 +623,12 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
               help="Use program features only, not the numbers on the command line and input file sizes.")
 @click.option("--solver", type=click.Choice(["sklearn", "glmnet"]), default="sklearn", show_default=True,
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
+@click.option("--penalty", type=click.Choice(["adaptive", "plain"]), default="adaptive", show_default=True,
+              help="LASSO penalty: adaptive (terms scaled by their ridge coefficients first; keeps small noisy terms out) or plain (the paper's).")
 @click.option("-o", "--out", "out", default="model.json", show_default=True, type=click.Path(path_type=Path), help="Model JSON to write.")
 def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, train_fraction: float, method: str,
         seed: int, exclude: tuple[str, ...], no_sensitivity: bool, form: str, average: int, metrics_from: str,
-        no_inputs: bool, solver: str, out: Path) -> None:
+        no_inputs: bool, solver: str, penalty: str, out: Path) -> None:
     """Select the few features that explain a metric and fit a compact polynomial (SPORE)."""
     from mantispy.modeling import artefact
     from mantispy.modeling.fitting import FitRequest, ModelingError, fit_campaign
@@ -635,7 +637,7 @@ def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, t
     store = _open_store(store_path)
     request = FitRequest(metric=metric, degree=degree, train_fraction=train_fraction, method=method, seed=seed,
                          exclude=exclude, sensitivity=not no_sensitivity, form=form, metrics_from=metrics_from,
-                         inputs=not no_inputs, solver=solver, average=average)
+                         inputs=not no_inputs, solver=solver, penalty=penalty, average=average)
     try:
         model = fit_campaign(store, campaign_name, request)
     except ModelingError as exc:

@@ -46,6 +46,8 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
               help="Models do not use content features (matches of the program's own regexes in the input files).")
 @click.option("--solver", type=click.Choice(["sklearn", "glmnet"]), default="sklearn", show_default=True,
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
+@click.option("--penalty", type=click.Choice(["adaptive", "plain"]), default="adaptive", show_default=True,
+              help="LASSO penalty: adaptive (terms scaled by their ridge coefficients first; keeps small noisy terms out) or plain (the paper's).")
 @click.option("--frontier", default=None, metavar="B1,B2,...",
               help="One predictor per --max-cost budget (OUT/max-cost-B), profiled once; writes OUT/frontier.md/.json/.svg.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines; only errors and the closing table.")
@@ -53,7 +55,7 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
           validate_inputs: int | None, static_only: bool, force: bool, form: str, average: int, repeats: int | None,
-          no_inputs: bool, no_content: bool, solver: str, frontier: str | None, quiet: bool = False,
+          no_inputs: bool, no_content: bool, solver: str, penalty: str, frontier: str | None, quiet: bool = False,
           verbose: bool = False) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildOptions
@@ -65,7 +67,8 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
                            observed_calls=not static_only, form=form, average=average, repeats=repeats,
-                           inputs=not no_inputs, content=not no_content, solver=solver)
+                           inputs=not no_inputs, content=not no_content, solver=solver,
+                           penalty=penalty)
     log = progress_log(quiet, verbose)
     if frontier is not None:
         _build_frontier(options, frontier, log)

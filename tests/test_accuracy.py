@@ -453,3 +453,36 @@ def test_an_option_absent_from_some_inputs_reads_as_0_there_as_a_predictor_compu
     for iid, descriptor in descriptors.items():
         computed = input_numbers(descriptor)
         assert {c: frame.at[iid, c] for c in columns} == {c: computed.get(c.removeprefix("input:"), 0.0) for c in columns}
+
+
+def _multiplicative(n: int, seed: int, noise: float = 0.08) -> tuple[pd.DataFrame, np.ndarray]:
+    """A cost multiplicative in three inputs (size x repeats x a mode's factor), beside 22 options that do
+    nothing, as a campaign's one-hot flags and numeric knobs do."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"size": rng.integers(1_000, 1_000_000, n).astype(float),
+                          "repeat": rng.integers(1, 4, n).astype(float),
+                          "mode": rng.integers(0, 2, n).astype(float),
+                          **{f"flag{i}": rng.integers(0, 2, n).astype(float) for i in range(16)},
+                          **{f"knob{i}": rng.choice([0.0, 5.0, 20.0, 80.0], n) for i in range(6)}})
+    y = 2e-6 * frame["size"] * frame["repeat"] * np.where(frame["mode"] > 0, 3.0, 1.0) * np.exp(rng.normal(0, noise, n))
+    return frame, y.to_numpy()
+
+
+def test_the_adaptive_penalty_keeps_options_that_do_nothing_out_of_a_model_fitted_on_few_inputs():
+    """With about as many candidate columns as training inputs (30 of 300, as a suite build has), a plain
+    LASSO let several options that do nothing into the log form beside the three that matter, and each
+    added noise to the held-out estimates (sqlparse's flags and knobs did so)."""
+    errors: dict[str, list[float]] = {"plain": [], "adaptive": []}
+    idle: dict[str, int] = {"plain": 0, "adaptive": 0}
+    for seed in range(6):
+        frame, y = _multiplicative(330, seed)
+        for penalty in errors:
+            est = SporeRegressor(form="log", degree=1, penalty=penalty, random_state=seed).fit(frame.iloc[:30], y[:30])
+            used = {f for term in est.term_features_ for f, _ in term}
+            assert {"size", "repeat", "mode"} <= used, penalty
+            idle[penalty] += len(used - {"size", "repeat", "mode"})
+            errors[penalty].append(float(np.median(np.abs(est.predict(frame.iloc[30:]) - y[30:]) / y[30:])))
+    assert idle["adaptive"] <= 2 < 12 <= idle["plain"], idle
+    assert np.mean(errors["adaptive"]) < 0.9 * np.mean(errors["plain"]), errors
+    with pytest.raises(ValueError, match="penalty"):
+        SporeRegressor(penalty="ridge").fit(frame.iloc[:30], y[:30])

@@ -189,7 +189,7 @@ def test_fit_and_show_through_the_cli_on_a_real_campaign(tmp_path):
                  "-o", tmp_path / "model.json")
     assert fitted.returncode == 0, fitted.stderr
     model = json.loads((tmp_path / "model.json").read_text())
-    assert model["metric"] == "max_rss_kb"
+    assert model["metric"] == "max_rss_kb" and model["training"]["penalty"] == "adaptive"
     used = set(model["scaling"]) | {a for group in model["aliases"].values() for a, _ in group}
     assert used & {"hog.py:build:loop:1", "hog.py:build:value:n#1", "hog.py:<module>:value:n#1", "hog.py:build:value:i#5"}
     assert model["evaluation"]["test"]["median_rel_error"] < 0.05
@@ -197,5 +197,9 @@ def test_fit_and_show_through_the_cli_on_a_real_campaign(tmp_path):
     assert shown.returncode == 0 and "hog.py:" in shown.stdout and "held-out relative error" in shown.stdout
     bad = run("show", tmp_path / "spec.toml")
     assert bad.returncode == 2 and bad.stderr.startswith("mantispy: error: ") and "not JSON" in bad.stderr
+    plain = run("fit", "--store", db, "--metric", "rss", "--train-fraction", "0.5", "--no-input-features",
+                "--penalty", "plain", "--average", "1", "--no-sensitivity", "-o", tmp_path / "plain.json")
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads((tmp_path / "plain.json").read_text())["training"]["penalty"] == "plain"
     few = run("fit", "--store", db, "--train-fraction", "0.05")
     assert few.returncode == 2 and "--train-fraction" in few.stderr

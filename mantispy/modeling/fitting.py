@@ -53,6 +53,8 @@ class FitRequest:
     # "out-of-fold" ones (no more fits: for fits whose interval is not kept)
     interval_from: str = "leave-one-input-out"
     solver: str = "sklearn"  # the final LASSO stage's solver: "sklearn" or "glmnet" (python-glmnet)
+    # the LASSO stages' penalty: "adaptive" (each term scaled by its ridge coefficient first) or "plain"
+    penalty: str = "adaptive"
     # input id -> {feature id: value}: features computed per input outside the runs (content features)
     extra_features: dict[str, dict[str, float]] = field(default_factory=dict)
     # the model is the geometric mean of this many of the candidates cross-validation ranks best (1: the best
@@ -163,7 +165,8 @@ def _input_columns(frame) -> list[str]:
 
 def _estimator(request: FitRequest, candidate: selection.Candidate) -> SporeRegressor:
     return SporeRegressor(degree=candidate.degree, method=request.method, random_state=request.seed,
-                          exclude=request.exclude, form=candidate.form, solver=request.solver)
+                          exclude=request.exclude, form=candidate.form, solver=request.solver,
+                          penalty=request.penalty)
 
 
 def _fit_eval(frame, columns, metric_col, train_ids, test_ids, request: FitRequest,
@@ -269,6 +272,7 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
         "input_descriptors": inputs,
         "excluded": list(request.exclude),
         "form": (model["form"] if len(averaged) > 1 else chosen.candidate.form if est is not None else "constant"),
+        "penalty": request.penalty,
         "solver": ("glmnet (python-glmnet) for the final LASSO stage" if request.solver == "glmnet"
                    else "scikit-learn coordinate descent (LassoCV / lasso_path)"),
     }
@@ -421,7 +425,7 @@ def _lambda_path(est, train, test, metric_col, measured_col) -> list[dict[str, A
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import Lasso
 
-    A_train, A_test = est.design(train), est.design(test)
+    A_train, A_test = est.penalised_design(train), est.penalised_design(test)
     y_train, y_test = train[metric_col].to_numpy(), test[measured_col].to_numpy()
     w = est.sample_weights(y_train)
     rows = []
