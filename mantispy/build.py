@@ -27,6 +27,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,7 +66,8 @@ from mantispy.modeling.spore import ModelingError
 from mantispy.outputs import OutputError, check_folder, is_predictor, refuse_overlap
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.content import CONTENT_PREFIX
-from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
+from mantispy.runtime.descriptors import INPUT_PREFIX, argv_files, describe_input, prefixed_numbers
+from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of, sample_input
 from mantispy.slicer.warm_client import WarmEvaluator
 from mantispy.store import RunStore, StoreError
 
@@ -102,6 +104,7 @@ class BuildOptions:
     penalty: str = "adaptive"  # the LASSO stages' penalty: "adaptive" or "plain" (see FitRequest)
     average: int = ENSEMBLE_SIZE  # each model: the geometric mean of this many best-ranked candidates (1: the best)
     content: bool = True  # content features: matches of the program's own regexes in the input files
+    sample_fraction: float = 0.0  # sampled features: counters counted on this share of each input file (0: none)
 
 
 # ====================================================================== evaluator verdicts
@@ -115,6 +118,7 @@ class Verdict:
     cost_fraction: float | None = None  # median of cost_s / the program's wall time, per input
     detail: str = ""
     statements_kept: int = 0
+    sample_fraction: float | None = None  # a sampled feature's: the share of each input file it was judged on
 
     @property
     def cheap(self) -> bool:
@@ -126,9 +130,10 @@ class CostMeter:
 
     def __init__(self, session, spec: CampaignSpec, cost_inputs: list[dict[str, Any]], max_cost: float,
                  median_wall_s: float, work: Path, source_hash: str, k: int, log: Log,
-                 check_inputs: list[dict[str, Any]] | None = None) -> None:
+                 check_inputs: list[dict[str, Any]] | None = None, sample_fraction: float = 0.0) -> None:
         """``cost_inputs`` time each evaluator and check it; a feature found cheap is then also checked
-        on ``check_inputs`` (the other training inputs). Each is {"id", "argv", "kwargs", "wall_s", "features"}."""
+        on ``check_inputs`` (the other training inputs). Each is {"id", "argv", "kwargs", "files", "wall_s",
+        "features"}. A sampled feature's evaluator runs on samples of ``sample_fraction`` of the input files."""
         self.session = session
         self.spec = spec
         self.inputs = cost_inputs  # {"id", "argv", "kwargs", "wall_s", "features"}
@@ -142,11 +147,14 @@ class CostMeter:
         self.cache_path = work / "verdicts.json"
         self.cache_key = (f"{source_hash}:{_slicer_fingerprint()}:{max_cost}:{median_wall_s:.6g}:"
                           f"{','.join(i['id'] for i in cost_inputs)}:{','.join(i['id'] for i in self.check_inputs)}")
+        self.sample_fraction = sample_fraction
         self.verdicts: dict[str, Verdict] = {}
         try:
             cached = json.loads(self.cache_path.read_text())
             if cached.get("key") == self.cache_key:
                 self.verdicts = {f: Verdict(**v) for f, v in cached["verdicts"].items()}
+                self.verdicts = {f: v for f, v in self.verdicts.items()  # a sampled verdict holds for its fraction only
+                                 if not f.startswith(SAMPLED_PREFIX) or v.sample_fraction == sample_fraction}
         except (OSError, ValueError, TypeError, KeyError):
             pass
         self.idle_s = idle_interpreter_seconds(spec.workdir)
@@ -164,7 +172,10 @@ class CostMeter:
             return self.verdicts[feature]
         found = self.verdicts.get(feature)
         if found is None:
-            found = self.verdicts[feature] = self._measure(feature)
+            found = self._measure(feature)
+            if feature.startswith(SAMPLED_PREFIX):
+                found = dataclasses.replace(found, sample_fraction=self.sample_fraction)
+            self.verdicts[feature] = found
             self._save()
         return found
 
@@ -213,8 +224,10 @@ class CostMeter:
         out = self.work / "evaluators" / _safe_name(feature)
         if out.exists():
             shutil.rmtree(out)
-        try:
-            estimate = self._estimate(self.session.slice(feature))
+        sampled = feature.startswith(SAMPLED_PREFIX)
+        criterion = counter_of(feature) if sampled else feature
+        try:  # a sampled feature's slice is the counter's, large by nature: the sample keeps its cost down
+            estimate = None if sampled else self._estimate(self.session.slice(criterion))
         except EvaluatorError as exc:
             return Verdict(feature, "unsliceable", detail=str(exc)[:500])
         limit = estimate_limit(self.max_cost)
@@ -223,7 +236,7 @@ class CostMeter:
                            f"estimated: the slice keeps loops and functions that make {estimate:.0%} of the "
                            f"program's iterations and calls (not emitted at >= {limit:.0%})")
         try:
-            result, _ = self.session.emit(feature, out, self.k)
+            result, _ = self.session.emit(criterion, out, self.k)
         except EvaluatorError as exc:
             return Verdict(feature, "unsliceable", detail=str(exc)[:500])
         except RecursionError:
@@ -237,11 +250,9 @@ class CostMeter:
             warm.start()
             for item in self.inputs:
                 try:
-                    values, cost = warm.evaluate(item["argv"], item.get("kwargs"), cwd=str(self.spec.workdir),
-                                                 timeout=timeout)
+                    values, cost = self._evaluate(warm, feature, item, timeout)
                     if cost <= 3 * budget:  # near the budget: once more, the quicker counts (shared machines)
-                        cost = min(cost, warm.evaluate(item["argv"], item.get("kwargs"), cwd=str(self.spec.workdir),
-                                                       timeout=timeout)[1])
+                        cost = min(cost, self._evaluate(warm, feature, item, timeout)[1])
                 except WarmError as exc:
                     if exc.timed_out:
                         return Verdict(feature, "too expensive", None, None,
@@ -270,6 +281,22 @@ class CostMeter:
         shutil.rmtree(out, ignore_errors=True)
         return Verdict(feature, status, cost_s, fraction, detail, kept)
 
+    def _evaluate(self, warm: WarmEvaluator, feature: str, item: dict[str, Any],
+                  timeout: float) -> tuple[dict[str, float], float]:
+        """One evaluation for ``feature`` on input ``item``: the values and the cost in seconds. A sampled
+        feature's evaluator runs on the input's sample (cutting it is part of the cost) and its counter is
+        scaled to the whole input."""
+        cwd = str(self.spec.workdir)
+        if not feature.startswith(SAMPLED_PREFIX):
+            return warm.evaluate(item["argv"], item.get("kwargs"), cwd=cwd, timeout=timeout)
+        files = list(item.get("files") or argv_files(list(item["argv"]), cwd))
+        with tempfile.TemporaryDirectory(prefix="mantis-sample-") as folder:
+            started = time.perf_counter()
+            sampled = sample_input(list(item["argv"]), files, folder, self.sample_fraction, cwd=cwd)
+            cutting = time.perf_counter() - started
+            values, cost = warm.evaluate(sampled.argv, item.get("kwargs"), cwd=cwd, timeout=timeout)
+        return {feature: float(values.get(counter_of(feature), 0.0)) * sampled.scale}, cost + cutting
+
     def _check_training_inputs(self, feature: str, out: Path, timeout: float) -> str | None:
         """Fidelity on every other training input, for a feature found cheap on the cost inputs (a
         feature that is zero on those three would otherwise go unchecked until held-out validation);
@@ -283,8 +310,7 @@ class CostMeter:
             warm.start()
             for item in self.check_inputs:
                 try:
-                    values, _ = warm.evaluate(item["argv"], item.get("kwargs"), cwd=str(self.spec.workdir),
-                                              timeout=max(timeout, 10 * self.budget_s))
+                    values, _ = self._evaluate(warm, feature, item, max(timeout, 10 * self.budget_s))
                 except WarmError as exc:
                     return f"input {item['id']}: evaluator fails: {exc}"
                 disagreement = _disagreement(feature, item, values)
@@ -464,7 +490,19 @@ class Builder:
             train_ids, test_ids = split_inputs(frame["input_id"].tolist(), self.options.train_fraction, self.options.seed)
             self.content = self.content_stage(campaign, frame, train_ids) if self.options.content else None
             self.content_columns = chosen_columns(self.content) if self.content is not None else {}
-            frame = with_extra_features(frame, self.content_columns)
+            self.extra_columns = self.content_columns
+            self.unusable_inputs = self.descriptor_mismatches(frame)
+            if self.unusable_inputs:
+                self.log("input descriptors a predictor cannot recompute from the arguments alone (the spec lists "
+                         f"input files that are not arguments), kept out of the models: {', '.join(self.unusable_inputs)}")
+            self.ceilings = {metric: self.fit(store, campaign, metric, set(), sensitivity=False) for metric in self.metrics}
+            for metric, model in self.ceilings.items():
+                self.log(f"{metric}: a model on every feature, cheap or not, would reach "
+                         f"{model['evaluation']['test']['median_rel_error']:.1%} held-out ({model['selection']['chosen']})")
+            sampled = self.sampled_stage(frame) if self.options.sample_fraction > 0 else {}
+            self.extra_columns = {iid: {**self.content_columns.get(iid, {}), **sampled.get(iid, {})}
+                                  for iid in self.content_columns.keys() | sampled.keys()}
+            frame = with_extra_features(frame, self.extra_columns)
             observed = self.observe_calls(store, train_ids) if self.options.observed_calls else None
             self.log("analysing the program (call graph, system dependence graph, summary edges)"
                      + (" with the calls observed on training inputs" if observed else ""))
@@ -478,23 +516,20 @@ class Builder:
             cost_inputs = self.cost_inputs(frame, train_ids)
             meter = CostMeter(session, self.spec, cost_inputs, self.options.max_cost,
                               median_wall, self.work, campaign.source_hash, int(self.spec.instrument.get("k", 5)),
-                              self.log, check_inputs=self.training_inputs(frame, train_ids, {i["id"] for i in cost_inputs}))
+                              self.log, check_inputs=self.training_inputs(frame, train_ids, {i["id"] for i in cost_inputs}),
+                              sample_fraction=self.options.sample_fraction)
             if self.content is not None:
                 walls = {i: float(train[train["input_id"] == i]["metric:wall_s"].median()) for i in train_ids}
                 meter.content_costs = {f: content_cost(self.content, f, walls) for f in self.content.chosen}
             self.log(f"evaluator budget: {self.options.max_cost:.1%} of the median run time {median_wall:.3f} s "
                      f"= {meter.budget_s * 1000:.1f} ms per feature")
-            self.unusable_inputs = self.descriptor_mismatches(frame)
-            if self.unusable_inputs:
-                self.log("input descriptors a predictor cannot recompute from the arguments alone (the spec lists "
-                         f"input files that are not arguments), kept out of the models: {', '.join(self.unusable_inputs)}")
             self.substitutes = Substitutes(train)
             self.train_metric = {m: train[f"metric:{measured_metric(m)}"].to_numpy() for m in self.metrics
                                  if f"metric:{measured_metric(m)}" in train}
             self.log(f"fresh interpreter start-up: {meter.idle_s * 1000:.1f} ms (a warm evaluator pays it once)")
             models = {metric: self.cost_loop(store, campaign, metric, meter) for metric in self.metrics}
             record = self.record(campaign, frame, models, meter)
-            record.ceiling = {metric: self.ceiling(store, campaign, metric) for metric in self.metrics}
+            record.ceiling = {metric: ceiling_summary(model) for metric, model in self.ceilings.items()}
             validate(self, session, models, frame, test_ids, record, out)
             write_package(self.work / "package", out, record, models,
                           content_specs(self, sorted({f for m in models.values() for f in m["scaling"]})))
@@ -598,7 +633,8 @@ class Builder:
         rec = next(r for r in self.spec.inputs if r.id == row["input_id"])
         feature_columns = [c for c in frame.columns if not c.startswith(("metric:", "input:"))
                            and c not in ("input_id", "repeat", "status")]
-        return {"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs, "wall_s": float(row["metric:wall_s"]),
+        return {"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs, "files": list(rec.files),
+                "wall_s": float(row["metric:wall_s"]),
                 "features": {c: float(row[c]) for c in feature_columns if row[c] != 0}}
 
     def cost_loop(self, store: RunStore, campaign, metric: str, meter: CostMeter) -> dict[str, Any]:
@@ -676,15 +712,50 @@ class Builder:
         chosen = [records[rows.iloc[p]["input_id"]] for p in picks if rows.iloc[p]["input_id"] in records]
         return [{"id": r.id, "argv": list(r.argv), "kwargs": r.kwargs, "cwd": str(self.spec.workdir)} for r in chosen]
 
-    def ceiling(self, store: RunStore, campaign, metric: str) -> dict[str, Any]:
-        """The held-out error of a model allowed every feature, cheap or not (from the instrumented runs'
-        values, no evaluator): what the cost budget gives up."""
-        model = self.fit(store, campaign, metric, set(), sensitivity=False)
-        test = model["evaluation"]["test"]
-        self.log(f"{metric}: a model on every feature, cheap or not, would reach {test['median_rel_error']:.1%} "
-                 f"held-out ({model['selection']['chosen']})")
-        return {"median_rel_error": test["median_rel_error"], "mean_rel_error": test["mean_rel_error"],
-                "model": model["selection"]["chosen"], "features": len(model["scaling"])}
+    def sampled_stage(self, frame) -> dict[str, dict[str, float]]:
+        """The sampled features (:mod:`mantispy.sampled`): the counters the all-feature models chose,
+        counted on samples of every input's files and scaled to the whole input, offered to the models as
+        stand-ins whose cost the cost loop judges. Returns {input id: {sampled feature id: value}}."""
+        from mantispy.instrument.manifest import FAMILIES
+        from mantispy.profiler import instrument_tree_hash, monitored, prepare_build
+        from mantispy.sampled.measure import is_counter, measure
+        from mantispy.sampled.types import SampledError, read_table
+
+        fraction = self.options.sample_fraction
+        counters = sorted({f for model in self.ceilings.values() for f in model["scaling"]
+                           if not f.startswith((INPUT_PREFIX, CONTENT_PREFIX)) and is_counter(f)})
+        why_not = ("the all-feature models use no counter of the program" if not counters
+                   else "the entry takes keyword arguments, not input files" if self.spec.entry.kind == "callable"
+                   else "the bytecode backend's campaigns are not sampled yet" if monitored(self.spec) else None)
+        if why_not is not None:
+            self.log(f"sampled features: none ({why_not})")
+            return {}
+        families = sorted(set(self.spec.instrument.get("only", FAMILIES)) - {"values"})
+        spec = dataclasses.replace(self.spec, build=self.work / "sampled-build",
+                                   instrument={**self.spec.instrument, "only": families})
+        try:
+            prepare_build(spec, self.log)
+        except InstrumentError as exc:
+            raise BuildError(f"sampled features: {exc}") from None
+        ran = set(frame["input_id"])
+        key = f"{instrument_tree_hash(self.spec.source)}:{fraction:g}:{','.join(sorted(ran))}"
+        path = self.work / "sampled.json"
+        try:
+            table = read_table(path) if path.exists() else None
+        except SampledError:
+            table = None
+        if table is None or table.key != key:
+            table = measure(spec, spec.build, fraction, [r for r in self.spec.inputs if r.id in ran],
+                            jobs=self.options.jobs, log=self.log)
+            table.key = key
+            table.save(path)
+        else:
+            self.log(f"reusing the sampled runs in {path}")
+        self.log(f"sampled features: {len(counters)} counter(s) of the all-feature models, counted on "
+                 f"{fraction:.1%} samples of {len(table.runs)} input(s)"
+                 + (f" ({len(table.failed)} without counts: {next(iter(table.failed.values()))})" if table.failed else ""))
+        self.sampled = table
+        return table.values(counters)
 
     def descriptor_mismatches(self, frame) -> list[str]:
         """Input-descriptor columns whose stored value differs, on some input, from what a predictor
@@ -714,7 +785,8 @@ class Builder:
                              form=self.options.form, inputs=self.options.inputs, solver=self.options.solver,
                              penalty=self.options.penalty,
                              unusable_inputs=tuple(getattr(self, "unusable_inputs", ())),
-                             extra_features=self.content_columns, average=self.options.average,
+                             extra_features=getattr(self, "extra_columns", self.content_columns),
+                             average=self.options.average,
                              interval_from="leave-one-input-out" if sensitivity else "out-of-fold")
         try:
             model = fit_campaign(store, campaign.name, request)
@@ -723,6 +795,12 @@ class Builder:
         for fid in model["scaling"]:
             if fid.startswith(CONTENT_PREFIX) and self.content is not None:
                 model.setdefault("features", {})[fid] = describe_content(self.content, fid)
+            elif fid.startswith(SAMPLED_PREFIX):
+                counted = artefact.describe_features({"scaling": {counter_of(fid): {}}}, campaign.manifest)
+                info = dict(next(iter(counted.values()), {}))
+                info.update(kind="sampled", detail=f"{info.get('kind', 'counter')} counted on a "
+                            f"{self.options.sample_fraction:.1%} sample of the input files, scaled to the whole")
+                model.setdefault("features", {})[fid] = info
         return model
 
     # -------------------------------------------------------------- the record
@@ -753,6 +831,7 @@ class Builder:
                                   metrics=list(self.metrics), degree=self.options.degree, seed=self.options.seed,
                                   method=self.options.method, max_rounds=self.options.max_rounds,
                                   form=self.options.form, solver=self.options.solver, penalty=self.options.penalty,
+                                  sample_fraction=self.options.sample_fraction,
                                   original_repeats=self.spec.original_repeats,
                                   estimate_limit=limit if math.isfinite(limit) else None,
                                   cost_inputs=[i["id"] for i in meter.inputs]),
@@ -770,6 +849,14 @@ class Builder:
             features=features,
             verdicts={f: dataclasses.asdict(v) for f, v in sorted(meter.verdicts.items())},
         )
+
+
+def ceiling_summary(model: dict[str, Any]) -> dict[str, Any]:
+    """What the build record keeps of a model allowed every feature, cheap or not (from the instrumented
+    runs' values, no evaluator): what the cost budget gives up."""
+    test = model["evaluation"]["test"]
+    return {"median_rel_error": test["median_rel_error"], "mean_rel_error": test["mean_rel_error"],
+            "model": model["selection"]["chosen"], "features": len(model["scaling"])}
 
 
 def _round(number: int, metric: str, model: dict[str, Any], verdicts: list[Verdict],

@@ -155,6 +155,7 @@ class OptionsRecord:
     form: str | None = None
     solver: str | None = None
     penalty: str | None = None
+    sample_fraction: float | None = None  # sampled features' share of each input file (0: none offered)
     original_repeats: int | None = None
     estimate_limit: float | None = None
     cost_inputs: list[str] = field(default_factory=list)
@@ -165,7 +166,7 @@ class OptionsRecord:
         return cls(max_cost=r.number("max_cost"), train_fraction=r.number("train_fraction"), metrics=r.texts("metrics"),
                    degree=r.integer("degree"), seed=r.integer("seed"), method=r.optional_text("method"),
                    max_rounds=r.integer("max_rounds"), form=r.optional_text("form"), solver=r.optional_text("solver"),
-                   penalty=r.optional_text("penalty"),
+                   penalty=r.optional_text("penalty"), sample_fraction=r.number("sample_fraction"),
                    original_repeats=r.integer("original_repeats"), estimate_limit=r.number("estimate_limit"),
                    cost_inputs=r.texts("cost_inputs"))
 
@@ -258,6 +259,8 @@ class EvaluatorRecord:
     calls_resolved_dynamically: int = 0
     hybrid_rejected: dict[str, Any] | None = None
     confinement: str | None = None  # what confines an evaluation on the build machine (evaluate.py --mantis-confinement)
+    sampled_features: list[str] = field(default_factory=list)  # computed by sampled_evaluator/ on input samples
+    sample_fraction: float | None = None  # the share of each input file a sampled feature's evaluator reads
 
     @classmethod
     def read(cls, r: _Reader) -> EvaluatorRecord:
@@ -271,7 +274,8 @@ class EvaluatorRecord:
                    failures=r.objects("failures"), slicing=r.text("slicing", "static"),
                    calls_resolved_dynamically=r.integer("calls_resolved_dynamically", 0) or 0,
                    hybrid_rejected=r.mapping("hybrid_rejected") or None,
-                   confinement=r.optional_text("confinement"))
+                   confinement=r.optional_text("confinement"), sampled_features=r.texts("sampled_features"),
+                   sample_fraction=r.number("sample_fraction"))
 
 
 @dataclass

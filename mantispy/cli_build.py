@@ -44,6 +44,9 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
               help="Models use program features only, not the numbers on the command line and input file sizes.")
 @click.option("--no-content-features", "no_content", is_flag=True,
               help="Models do not use content features (matches of the program's own regexes in the input files).")
+@click.option("--sample-fraction", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              help="Sampled features: the all-feature models' counters counted on this share of each input file "
+                   "(e.g. 0.025) and scaled to the whole, offered as stand-ins the cost loop judges (0: none).")
 @click.option("--solver", type=click.Choice(["sklearn", "glmnet"]), default="sklearn", show_default=True,
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
 @click.option("--penalty", type=click.Choice(["adaptive", "plain"]), default="adaptive", show_default=True,
@@ -55,8 +58,8 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
           validate_inputs: int | None, static_only: bool, force: bool, form: str, average: int, repeats: int | None,
-          no_inputs: bool, no_content: bool, solver: str, penalty: str, frontier: str | None, quiet: bool = False,
-          verbose: bool = False) -> None:
+          no_inputs: bool, no_content: bool, sample_fraction: float, solver: str, penalty: str, frontier: str | None,
+          quiet: bool = False, verbose: bool = False) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildOptions
     from mantispy.build import build as run_build
@@ -67,8 +70,8 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
                            observed_calls=not static_only, form=form, average=average, repeats=repeats,
-                           inputs=not no_inputs, content=not no_content, solver=solver,
-                           penalty=penalty)
+                           inputs=not no_inputs, content=not no_content, sample_fraction=sample_fraction,
+                           solver=solver, penalty=penalty)
     log = progress_log(quiet, verbose)
     if frontier is not None:
         _build_frontier(options, frontier, log)

@@ -22,6 +22,7 @@ import hashlib
 import json
 import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from mantispy.modeling.fitting import measured_metric
 from mantispy.package_kit import PackageConstants, write_package_kit
 from mantispy.runtime.content import CONTENT_PREFIX, content_values
 from mantispy.runtime.descriptors import INPUT_PREFIX, argv_files, describe_input, prefixed_numbers
+from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of, sample_input, scaled_counts
 
 MODELS_FORMAT = "mantispy-predictor-models"
 MODELS_VERSION = 1
@@ -62,8 +64,10 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
     staging.mkdir(parents=True)
     used = sorted({f for m in models.values() for f in m["scaling"]})
     # the evaluator's; descriptors are read and content features counted by the predictor itself
-    selected = [f for f in used if not f.startswith((INPUT_PREFIX, CONTENT_PREFIX))]
+    selected = [f for f in used if not f.startswith((INPUT_PREFIX, CONTENT_PREFIX, SAMPLED_PREFIX))]
     content = content_specs(builder, used)
+    sampled = [f for f in used if f.startswith(SAMPLED_PREFIX)]  # their counters, on samples: sampled_evaluator/
+    fraction = float(builder.options.sample_fraction)
     input_check = None
     if not selected:  # no model needs the program: an evaluator still checks that the program accepts the input
         input_check = input_check_feature(record)
@@ -78,6 +82,11 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         kept, total, files = 0, 0, 0
     log(f"combined evaluator: {len(selected)} feature(s), {kept} of {total} statements"
         + (f" (no model uses the program's features: {input_check} only checks each input)" if input_check else ""))
+    sampled_dir = staging / "sampled_evaluator"
+    if sampled:
+        sampled_result, _ = session.emit_combined([counter_of(f) for f in sampled], sampled_dir, k)
+        log(f"sampled evaluator: {len(sampled)} counter(s) on {fraction:.1%} samples of the input files, "
+            f"{sampled_result.statements_kept} of {sampled_result.statements_total} statements")
 
     ids = test_ids if builder.options.validate_inputs is None else test_ids[: builder.options.validate_inputs]
     records = {r.id: r for r in builder.spec.inputs}
@@ -99,6 +108,12 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         except WarmError as exc:
             raise BuildError(f"the combined evaluator does not start: {exc}") from None
         startup_s = time.perf_counter() - started
+    sampled_warm = WarmEvaluator(sampled_dir) if sampled else None
+    if sampled_warm is not None:
+        try:
+            sampled_warm.start()
+        except WarmError as exc:
+            raise BuildError(f"the sampled evaluator does not start: {exc}") from None
     cold: list[float] = []
     for n, iid in enumerate(ids):
         rec = records[iid]
@@ -127,7 +142,21 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
                 failures.append({"input_id": iid, "error": f"content features: {exc}"})
                 continue
             seconds += time.perf_counter() - started  # a prediction pays both
-        for fid in selected + [c["id"] for c in content]:
+        if sampled_warm is not None:  # the predictor's way: cut the files, count on the sample, scale
+            cwd = str(builder.spec.workdir)
+            try:
+                with tempfile.TemporaryDirectory(prefix="mantis-sample-") as folder:
+                    started = time.perf_counter()
+                    sample = sample_input(list(rec.argv), list(rec.files) or argv_files(list(rec.argv), cwd), folder,
+                                          fraction, cwd=cwd)
+                    cutting = time.perf_counter() - started
+                    counts, sampled_s = sampled_warm.evaluate(sample.argv, rec.kwargs, cwd=cwd)
+            except (OSError, WarmError) as exc:
+                failures.append({"input_id": iid, "error": f"sampled features: {exc}"})
+                continue
+            values.update(scaled_counts(counts, [counter_of(f) for f in sampled], sample.scale))
+            seconds += cutting + sampled_s
+        for fid in selected + [c["id"] for c in content] + sampled:
             expected = float(stored.get(fid, 0.0)) if fid in first.columns else 0.0
             if abs(values.get(fid, 0.0) - expected) > 1e-9 * max(1.0, abs(expected)):
                 mismatches.append({"input_id": iid, "feature": fid, "evaluator": values.get(fid), "program": expected})
@@ -156,6 +185,8 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         record.metrics[metric].validation = validation
     if warm is not None:
         warm.close()
+    if sampled_warm is not None:
+        sampled_warm.close()
     fractions = [c["fraction"] for c in costs]
     median_wall = statistics.median(c["actual_s"] for c in costs) if costs else None
     record.evaluator = EvaluatorRecord(
@@ -167,10 +198,11 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         warm_startup_s=startup_s,
         cold_median_s=statistics.median(cold) if cold else None,
         cold_median_fraction=statistics.median(cold) / median_wall if cold and median_wall else None,
-        fidelity={"inputs": len(ids) - len(failures), "features": len(selected) + len(content),
+        fidelity={"inputs": len(ids) - len(failures), "features": len(selected) + len(content) + len(sampled),
                   "mismatches": mismatches[:50], "mismatch_count": len(mismatches),
-                  "agreed": (len(ids) - len(failures)) * (len(selected) + len(content)) - len(mismatches),
-                  "content_features": [c["id"] for c in content]},
+                  "agreed": (len(ids) - len(failures)) * (len(selected) + len(content) + len(sampled)) - len(mismatches),
+                  "content_features": [c["id"] for c in content], "sampled_features": sampled},
+        sampled_features=sampled, sample_fraction=fraction if sampled else None,
         failures=failures,
         slicing="hybrid" if getattr(session, "observed_calls", None) is not None else "static",
         calls_resolved_dynamically=len(getattr(session.sdg, "observed_sites", {}) or {}),
@@ -196,7 +228,7 @@ def input_check_feature(record: BuildRecord) -> str | None:
     argument handling, so an input the program rejects is rejected). None when none was measured."""
     measured = [(v.get("status") != "cheap", v.get("cost_s"), feature) for feature, v in record.verdicts.items()
                 if v.get("status") in ("cheap", "too expensive") and isinstance(v.get("cost_s"), (int, float))
-                and not feature.startswith((INPUT_PREFIX, CONTENT_PREFIX))]
+                and not feature.startswith((INPUT_PREFIX, CONTENT_PREFIX, SAMPLED_PREFIX))]
     return min(measured)[2] if measured else None
 
 
@@ -228,13 +260,15 @@ def _blackbox_by_input(model: dict[str, Any]) -> dict[str, float]:
     return found
 
 
-def build_id(record: BuildRecord, models: dict[str, dict[str, Any]], evaluator_dir: Path) -> str:
-    """A digest of the program source, the models and the evaluator's files."""
+def build_id(record: BuildRecord, models: dict[str, dict[str, Any]], evaluator_dir: Path,
+             *more_dirs: Path) -> str:
+    """A digest of the program source, the models and the evaluators' files."""
     digest = hashlib.sha256(record.source_hash.encode())
     digest.update(json.dumps(models, sort_keys=True).encode())
-    for path in sorted(p for p in evaluator_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(evaluator_dir).as_posix().encode())
-        digest.update(path.read_bytes())
+    for folder, label in [(evaluator_dir, ""), *((d, d.name + "/") for d in more_dirs)]:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update((label + path.relative_to(folder).as_posix()).encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -245,9 +279,12 @@ def write_package(staging: Path, out: Path, record: BuildRecord, models: dict[st
     features the models use (see :func:`content_specs`)."""
     staging, out = Path(staging), Path(out)
     content = list(content or [])
-    bid = build_id(record, models, staging / "evaluator")
+    sampled_dir = staging / "sampled_evaluator"
+    bid = build_id(record, models, staging / "evaluator", *([sampled_dir] if sampled_dir.is_dir() else []))
     record.build_id = bid
     (staging / "evaluator" / "BUILD_ID").write_text(bid + "\n", encoding="utf-8")
+    if sampled_dir.is_dir():
+        (sampled_dir / "BUILD_ID").write_text(bid + "\n", encoding="utf-8")
     (staging / "models.json").write_text(json.dumps(
         {"format": MODELS_FORMAT, "version": MODELS_VERSION, "build_id": bid, "name": record.name,
          "metrics": models}, indent=1) + "\n", encoding="utf-8")
@@ -257,7 +294,8 @@ def write_package(staging: Path, out: Path, record: BuildRecord, models: dict[st
     write_package_kit(staging, PackageConstants(
         name=record.name, created=record.created, build_id=bid, entry=record.entry,
         entry_kind=record.entry_kind, metrics=tuple(models), features=tuple(features), inputs=tuple(inputs),
-        content=tuple(content)))
+        content=tuple(content), sampled=tuple(record.evaluator.sampled_features if record.evaluator else ()),
+        sample_fraction=(record.evaluator.sample_fraction or 0.0) if record.evaluator else 0.0))
     (staging / "README.md").write_text(package_readme(record), encoding="utf-8")
     if out.exists():
         old = out.with_name(out.name + ".old")

@@ -8,6 +8,8 @@ A predictor package (see :mod:`mantispy.predictor`) holds, beside ``models.json`
 * ``_warm.py``: :mod:`mantispy.slicer.warm_client`, copied verbatim (the warm evaluator's client);
 * ``_descriptors.py``: :mod:`mantispy.runtime.descriptors`, copied verbatim (the input descriptors);
 * ``_content.py``: :mod:`mantispy.runtime.content`, copied verbatim (the content features);
+* ``_sampled.py``: :mod:`mantispy.runtime.sampled_input`, copied verbatim (the input samples of sampled
+  features, whose counters ``sampled_evaluator/`` computes);
 * ``_build.py``: the one generated file, the build's constants (:class:`PackageConstants`).
 
 The copied modules import only the standard library and each other, never mantispy.
@@ -21,6 +23,7 @@ from pathlib import Path
 from mantispy.modeling import evaluation as _evaluation
 from mantispy.runtime import content as _content
 from mantispy.runtime import descriptors as _descriptors
+from mantispy.runtime import sampled_input as _sampled_input
 from mantispy.slicer import warm_client as _warm_client
 
 _HERE = Path(__file__).resolve().parent
@@ -31,6 +34,7 @@ COPIED: dict[str, Path] = {
     "_warm.py": Path(_warm_client.__file__),
     "_descriptors.py": Path(_descriptors.__file__),
     "_content.py": Path(_content.__file__),
+    "_sampled.py": Path(_sampled_input.__file__),
 }
 """Package file name -> the module copied there (package.py imports ``._build``, so it is only imported
 inside a predictor package)."""
@@ -62,6 +66,10 @@ class PackageConstants:
     """The input descriptors the models use (numbers on the command line, input file sizes)."""
     content: tuple[dict, ...] = ()
     """The content features the models use: {"id", "pattern", "bytes", "flags"} (see mantispy.runtime.content)."""
+    sampled: tuple[str, ...] = ()
+    """The sampled features the models use (``sampled:`` + a counter; see mantispy.runtime.sampled_input)."""
+    sample_fraction: float = 0.0
+    """The share of each input file the sampled features' evaluator runs on."""
 
     def source(self) -> str:
         """The text of ``_build.py``: literals only."""
@@ -77,6 +85,8 @@ class PackageConstants:
             f"FEATURES = {tuple(self.features)!r}",
             f"INPUTS = {tuple(self.inputs)!r}  # input descriptors the models use",
             f"CONTENT = {tuple(self.content)!r}  # content features: the program's regexes counted in the input files",
+            f"SAMPLED = {tuple(self.sampled)!r}  # sampled features: counters counted on samples of the input files",
+            f"SAMPLE_FRACTION = {float(self.sample_fraction)!r}",
             "",
         ])
 

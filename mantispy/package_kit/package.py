@@ -20,11 +20,11 @@ import subprocess
 import sys
 import threading
 
-from ._build import BUILD_ID, CONTENT, ENTRY, ENTRY_KIND, FEATURES, INPUTS, METRICS, NAME
+from ._build import BUILD_ID, CONTENT, ENTRY, ENTRY_KIND, FEATURES, INPUTS, METRICS, NAME, SAMPLE_FRACTION, SAMPLED
 
 __all__ = ["BUILD_ID", "CONTENT", "ENTRY", "ENTRY_KIND", "FEATURES", "INPUTS", "InputRejected", "METRICS", "NAME",
-           "PredictionError", "check_range", "close", "content_numbers", "features", "input_numbers", "predict",
-           "seconds_per_unit"]
+           "PredictionError", "SAMPLED", "SAMPLE_FRACTION", "check_range", "close", "content_numbers", "features",
+           "input_numbers", "predict", "sampled_numbers", "seconds_per_unit"]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -82,8 +82,8 @@ def _load_models():
         return _models
 
 
-def _check_evaluator():
-    path = os.path.join(HERE, "evaluator", "BUILD_ID")
+def _check_evaluator(folder="evaluator"):
+    path = os.path.join(HERE, folder, "BUILD_ID")
     try:
         with open(path, encoding="utf-8") as handle:
             found = handle.read().strip()
@@ -94,26 +94,25 @@ def _check_evaluator():
                               "copy the whole folder of one build")
 
 
-_server = None
+_servers: dict = {}  # evaluator folder -> its warm server
 
 
 def close():
-    """Stop the warm evaluator (the next warm call starts a new one)."""
-    global _server
+    """Stop the warm evaluators (the next warm call starts new ones)."""
     with _lock:
-        server, _server = _server, None
-    if server is not None:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
         server.close()
 
 
-def _warm_features(argv, kwargs, cwd, timeout):
-    global _server
+def _warm_features(argv, kwargs, cwd, timeout, folder="evaluator"):
     from ._warm import WarmError, WarmEvaluator
 
     with _lock:
-        if _server is None:
-            _server = WarmEvaluator(os.path.join(HERE, "evaluator"))
-        server = _server
+        if folder not in _servers:
+            _servers[folder] = WarmEvaluator(os.path.join(HERE, folder))
+        server = _servers[folder]
     try:
         values, _ = server.evaluate(argv, kwargs, cwd=cwd, timeout=timeout)
     except WarmError as exc:
@@ -135,18 +134,23 @@ def features(argv=None, *, cwd=None, timeout=None, warm=True, **kwargs):
             raise InputRejected("argv must be a list of strings, as the program's command line")
     if not FEATURES:
         return {}
-    _check_evaluator()
+    return _evaluate("evaluator", FEATURES, argv, kwargs, cwd, timeout, warm)
+
+
+def _evaluate(folder, wanted, argv, kwargs, cwd, timeout, warm):
+    """The values of the features ``wanted`` from the evaluator in ``folder`` on one input."""
+    _check_evaluator(folder)
     try:
         encoded_kwargs = json.dumps(kwargs)
     except (TypeError, ValueError) as exc:
         raise InputRejected(f"the keyword arguments must be JSON values: {exc}") from None
     if warm:
-        values = _warm_features(list(argv or ()), kwargs, cwd, timeout)
-        missing = [f for f in FEATURES if f not in values]
+        values = _warm_features(list(argv or ()), kwargs, cwd, timeout, folder)
+        missing = [f for f in wanted if f not in values]
         if missing:
             raise PredictionError(f"the feature evaluator gave no value for {missing[0]}")
         return values
-    evaluator = os.path.join(HERE, "evaluator", "evaluate.py")
+    evaluator = os.path.join(HERE, folder, "evaluate.py")
     command = ([evaluator, "--mantis-json-kwargs", encoded_kwargs] if ENTRY_KIND == "callable"
                else [evaluator, "--mantis-json", *list(argv or ())])
     try:
@@ -162,10 +166,29 @@ def features(argv=None, *, cwd=None, timeout=None, warm=True, **kwargs):
         values = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise PredictionError("the feature evaluator printed no values") from None
-    missing = [f for f in FEATURES if f not in values]
+    missing = [f for f in wanted if f not in values]
     if missing:
         raise PredictionError(f"the feature evaluator gave no value for {missing[0]}")
     return values
+
+
+def sampled_numbers(argv=None, *, cwd=None, input_files=None, timeout=None, warm=True):
+    """The sampled features the models use (SAMPLED): each counter counted by sampled_evaluator/ on the
+    first SAMPLE_FRACTION of every input file (``input_files``; by default the arguments that name existing
+    files), times the files' whole size over the sample's."""
+    import tempfile
+
+    from . import _descriptors, _sampled
+
+    counters = [_sampled.counter_of(f) for f in SAMPLED]
+    files = list(input_files) if input_files is not None else _descriptors.argv_files(list(argv or ()), cwd)
+    with tempfile.TemporaryDirectory(prefix="mantis-sample-") as folder:
+        try:
+            sample = _sampled.sample_input(list(argv or ()), files, folder, SAMPLE_FRACTION, cwd=cwd)
+        except OSError as exc:
+            raise InputRejected(f"cannot read an input file: {exc}") from None
+        counts = _evaluate("sampled_evaluator", counters, sample.argv, {}, cwd, timeout, warm)
+    return _sampled.scaled_counts(counts, counters, sample.scale)
 
 
 def input_numbers(argv=None, *, cwd=None, input_files=None, **kwargs):
@@ -213,6 +236,8 @@ def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, 
         values = {**values, **input_numbers(argv, cwd=cwd, input_files=input_files, **kwargs)}
     if CONTENT:
         values = {**values, **content_numbers(argv, cwd=cwd, input_files=input_files)}
+    if SAMPLED:
+        values = {**values, **sampled_numbers(argv, cwd=cwd, input_files=input_files, timeout=timeout, warm=warm)}
     if not extrapolate:
         for model in models.values():
             check_range(model, values)

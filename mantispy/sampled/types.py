@@ -3,12 +3,13 @@ sample, and what scales them to the whole input (see :mod:`mantispy.runtime.samp
 
 ``sampled.json``::
 
-    {"format": "mantispy-sampled-features", "version": 1, "fraction": 0.05, "program": "...",
+    {"format": "mantispy-sampled-features", "version": 1, "fraction": 0.05, "program": "...", "key": "...",
      "runs": {INPUT_ID: {"scale": 20.1, "cpu_s": 0.21, "returncode": 0, "counts": {COUNTER: N, ...}}},
      "failed": {INPUT_ID: "why no counts"}}
 
 ``counts`` are the raw counts on the sample (loop, branch, call and handler counters; never values);
-a sampled feature's value is ``counts[counter] * scale``.
+a sampled feature's value is ``counts[counter] * scale``. ``key`` (optional) says what the table was
+measured for (the build's source hash, fraction and inputs), so that a build reuses only its own.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class SampledTable:
     program: str
     runs: dict[str, SampledRun] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    key: str = ""
 
     def values(self, counters: list[str]) -> dict[str, dict[str, float]]:
         """``{input id: {sampled id: scaled count}}`` for ``counters`` (0 where a run did not reach one)."""
@@ -59,7 +61,7 @@ class SampledTable:
 
     def to_json(self) -> dict[str, Any]:
         """The table as ``sampled.json`` holds it."""
-        return {"format": FORMAT, "version": VERSION, "fraction": self.fraction, "program": self.program,
+        return {"format": FORMAT, "version": VERSION, "fraction": self.fraction, "program": self.program, "key": self.key,
                 "runs": {iid: {"scale": r.scale, "cpu_s": r.cpu_s, "returncode": r.returncode, "counts": r.counts}
                          for iid, r in sorted(self.runs.items())},
                 "failed": dict(sorted(self.failed.items()))}
@@ -92,6 +94,9 @@ def table_from_json(data: Any, source: str = "sampled.json") -> SampledTable:
     program = data.get("program")
     if not isinstance(program, str):
         raise SampledError(f"{source}: field program must be a string (the instrumented program's folder)")
+    key = data.get("key", "")
+    if not isinstance(key, str):
+        raise SampledError(f"{source}: field key must be a string")
     runs_data, failed = data.get("runs"), data.get("failed", {})
     if not isinstance(runs_data, dict):
         raise SampledError(f"{source}: field runs must be an object of input id -> run")
@@ -111,7 +116,7 @@ def table_from_json(data: Any, source: str = "sampled.json") -> SampledTable:
         runs[iid] = SampledRun(scale=_number(run.get("scale"), f"{where}.scale", 1.0),
                                cpu_s=_number(run.get("cpu_s"), f"{where}.cpu_s"), returncode=returncode,
                                counts={str(k): _number(v, f"{where}.counts.{k}") for k, v in counts.items()})
-    return SampledTable(fraction=fraction, program=program, runs=runs, failed=dict(failed))
+    return SampledTable(fraction=fraction, program=program, runs=runs, failed=dict(failed), key=key)
 
 
 def read_table(path: Path) -> SampledTable:
