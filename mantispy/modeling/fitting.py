@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from mantispy.measurement import noise_floor
+from mantispy.runtime.sampled_input import SAMPLED_PREFIX
 from mantispy.store import RunStore, StoreError
 
 from . import artefact, averaging, selection, work
@@ -187,11 +188,11 @@ def _forms(request: FitRequest) -> list[tuple[str, int]]:
 
 
 def _select(train, program_columns, input_columns, metric_col, request: FitRequest,
-            content_columns: Sequence[str] = ()) -> selection.Selection:
+            content_columns: Sequence[str] = (), sampled_columns: Sequence[str] = ()) -> selection.Selection:
     y = train[metric_col].to_numpy(dtype=float)
     return selection.select(train, program_columns, input_columns, y, train["input_id"].to_numpy(),
                             _forms(request), lambda c: _estimator(request, c), folds=request.folds, seed=request.seed,
-                            content_columns=content_columns)
+                            content_columns=content_columns, sampled_columns=sampled_columns)
 
 
 def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest, log=lambda _m: None) -> dict[str, Any]:
@@ -227,9 +228,11 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     y_train = train[measured_col].to_numpy(dtype=float)  # what estimates are judged against
     y_test = test[measured_col].to_numpy(dtype=float)
     extra = {f for row in request.extra_features.values() for f in row}
-    content = [c for c in program_columns if c in extra]  # the content view: what a predictor computes by itself
+    in_view = [c for c in program_columns if c in extra]
+    content = [c for c in in_view if not c.startswith(SAMPLED_PREFIX)]  # what a predictor computes by itself
+    sampled = [c for c in in_view if c.startswith(SAMPLED_PREFIX)]  # counted on input samples by an evaluator
     chosen_selection = _select(train, program_columns + inputs if program_columns else [], inputs, metric_col, request,
-                               content_columns=content)
+                               content_columns=content, sampled_columns=sampled)
     chosen = chosen_selection.chosen
     assert chosen is not None
     floor = float(y_train.min()) / 10

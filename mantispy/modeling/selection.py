@@ -11,11 +11,14 @@ step of the fit, screening included, sees only its fold's training part):
   each form;
 * the content view (when the build offers content features, :mod:`mantispy.content`): the input
   descriptors plus the content features, what a predictor computes without running any evaluator;
+* the sampled view (when the build offers sampled features, :mod:`mantispy.sampled`): the content view
+  plus the counters counted on samples of the input files, so that their stand-ins are kept only where
+  cross-validation prefers them to the content view;
 * the program's view: program features plus the input descriptors, in each form.
 
 The forms (:data:`mantispy.modeling.spore.FORMS`) are the additive polynomial of scaled features
 (degree as asked) and the multiplicative log form (degrees 1 and 2). The candidate with the smallest
-cross-validated error wins; on a tie the simpler view wins (constant, inputs, content, program), so a
+cross-validated error wins; on a tie the simpler view wins (constant, inputs, content, sampled, program), so a
 model worse than a constant, or worse than the black box, on cross-validation is never chosen. The fit then
 averages the chosen candidate with the next best-ranked ones that come close to it (:mod:`averaging`).
 
@@ -41,7 +44,7 @@ import numpy as np
 
 from .spore import ModelingError, SporeRegressor
 
-VIEWS = ("constant", "inputs", "content", "program")
+VIEWS = ("constant", "inputs", "content", "sampled", "program")
 DEFAULT_LEVELS = (0.1, 0.9)
 
 
@@ -49,7 +52,7 @@ DEFAULT_LEVELS = (0.1, 0.9)
 class Candidate:
     """One model the selection may choose: a view of the data and a form."""
 
-    view: str  # "constant", "inputs", "content" or "program"
+    view: str  # "constant", "inputs", "content", "sampled" or "program"
     form: str = "polynomial"  # "polynomial" or "log" (ignored by the constant)
     degree: int = 1
 
@@ -164,9 +167,9 @@ def score(candidate: Candidate, frame, columns: list[str], y: np.ndarray, groups
 
 def select(frame, program_columns: list[str], input_columns: list[str], y: np.ndarray, groups: np.ndarray,
            forms: list[tuple[str, int]], make: EstimatorFactory, folds: int = 5, seed: int = 0,
-           content_columns: Sequence[str] = ()) -> Selection:
-    """Score the constant, the inputs', the content view's (``content_columns`` with the inputs) and the
-    program's candidates; choose the best (ties: simplest)."""
+           content_columns: Sequence[str] = (), sampled_columns: Sequence[str] = ()) -> Selection:
+    """Score the constant, the inputs', the content view's (``content_columns`` with the inputs), the sampled
+    view's (``sampled_columns`` with those) and the program's candidates; choose the best (ties: simplest)."""
     splits = group_folds(groups, folds, seed)
     selection = Selection()
     selection.scored.append(score(Candidate("constant"), frame, [], y, groups, splits, make))
@@ -177,6 +180,10 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
         columns = [*input_columns, *content_columns]
         for form, degree in forms:
             selection.scored.append(score(Candidate("content", form, degree), frame, columns, y, groups, splits, make))
+    if sampled_columns:
+        columns = [*input_columns, *content_columns, *sampled_columns]
+        for form, degree in forms:
+            selection.scored.append(score(Candidate("sampled", form, degree), frame, columns, y, groups, splits, make))
     if program_columns:
         for form, degree in forms:
             selection.scored.append(score(Candidate("program", form, degree), frame, program_columns, y, groups,
@@ -190,8 +197,9 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
     elif chosen.candidate.view == "inputs" and best_program is not None:
         selection.reason = (f"the input descriptors alone ({chosen.error:.1%}) did as well as the program's features "
                             f"({best_program.error:.1%}) on cross-validation")
-    elif chosen.candidate.view == "content" and best_program is not None:
-        selection.reason = (f"the input descriptors with the content features ({chosen.error:.1%}) did as well as the "
+    elif chosen.candidate.view in ("content", "sampled") and best_program is not None:
+        what = "content features" if chosen.candidate.view == "content" else "content and sampled features"
+        selection.reason = (f"the input descriptors with the {what} ({chosen.error:.1%}) did as well as the "
                             f"program's features ({best_program.error:.1%}) on cross-validation")
     else:
         selection.reason = f"smallest cross-validated error ({chosen.error:.1%})"
