@@ -10,8 +10,11 @@ resume), and after that about one call in ``stride``, where the stride keeps the
 jittered (x0.5-1.5, seeded) so that a program whose calls alternate in a pattern is not sampled in step
 with it. A function called rarely is measured at every call; ``budget`` 0 measures every call.
 
-Totals over all calls are then estimated as the measured calls' mean times the exact number of calls
-(what AutoPerf's averaged per-call profiles need); the profile says how many calls were measured.
+Totals over all calls are then estimated in two parts (what AutoPerf's averaged per-call profiles need):
+the first calls', measured every one, as they are, and the later calls' as the mean of those measured
+among them times their exact number. (A function's first calls are often its slowest, before caches and
+the interpreter's specialisation warm up: one mean over both parts would lend the later calls their cost.)
+The profile says how many calls were measured.
 
 The hot path is what a probe does inline: ``if next(gate_i):`` measure, where ``gate_i`` is an iterator
 of Falses ending in Trues (:class:`CallSampler`), published per function under its own name (in
@@ -159,11 +162,14 @@ class CallSampler:
         """A measured generator call of function ``index`` resumed: one more stretch to read counters at."""
         self._resumes[index] += 1
 
-    def finished(self, index: int) -> None:
-        """A measured call of function ``index`` ended: its stretches set what measuring the next costs."""
+    def finished(self, index: int) -> bool:
+        """A measured call of function ``index`` ended: its stretches set what measuring the next costs.
+        Returns whether it was one of the first calls, all measured (else one measured in a stride)."""
+        first = self.settings.every_call or self._spent[index] < self.settings.every_call_first
         self._stretches[index] = 1 + self._resumes[index]
         self._spent[index] += self._stretches[index]
         self._resumes[index] = 0
+        return first
 
     def count(self, index: int) -> int:
         """How many times function ``index`` was called so far."""

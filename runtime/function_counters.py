@@ -11,7 +11,7 @@ Every call of a chosen function is counted; which calls are measured is :mod:`.c
 all of a function's first calls, then as many as keep the cost of measuring it under a share of the
 run's CPU time (``MANTIS_FUNCTION_COUNTERS_BUDGET``, default 0.005; 0 measures every call). Per function
 the profile keeps the number of calls, the number measured, the totals over all calls (estimated from the
-measured ones) and the mean over its last ``RECENT`` measured calls (the paper averages the last calls
+measured ones, see :mod:`.call_sampling`) and the mean over its last ``RECENT`` measured calls (the paper averages the last calls
 of a function).
 
 Functions (``def``s: not module or class bodies, lambdas or comprehensions) are chosen by ``fnmatch``
@@ -216,8 +216,8 @@ class FunctionProfiler:
         """A measured call (:meth:`start_call`'s token) returns or raises."""
         index, reader, before = token
         after = reader.read_at_exit()
-        self.sampler.finished(index)
-        self._account(index, [a - b for a, b in zip(after, before)])
+        first = self.sampler.finished(index)
+        self._account(index, [a - b for a, b in zip(after, before)], first)
 
     def due(self, index: int) -> bool:
         """Count a call of function ``index``; whether it is measured."""
@@ -256,8 +256,8 @@ class FunctionProfiler:
         if suspended_only:
             suspended[frame_id] = delta
             return
-        self.sampler.finished(index)
-        self._account(index, delta)
+        first = self.sampler.finished(index)
+        self._account(index, delta, first)
 
     def forget(self, frame_id: int) -> None:
         """A suspended generator call that will not resume (closed or collected)."""
@@ -283,15 +283,19 @@ class FunctionProfiler:
 
         return decorate
 
-    def _account(self, index: int, delta: list[float]) -> None:
+    def _account(self, index: int, delta: list[float], first: bool = True) -> None:
+        """Add one measured call (``first``: one of the function's first calls, all measured)."""
         delta[self._clock] = max(0.0, delta[self._clock] - self.clock_bias_ns)
         with self._lock:
             entry = self.stats.get(index)
             if entry is None:
-                entry = self.stats[index] = {"measured": 0, "totals": [0.0] * len(delta),
-                                             "recent": deque(maxlen=self.recent)}
+                entry = self.stats[index] = {"measured": 0, "totals": [0.0] * len(delta), "first": 0,
+                                             "first_totals": [0.0] * len(delta), "recent": deque(maxlen=self.recent)}
             entry["measured"] += 1
             entry["totals"] = [t + d for t, d in zip(entry["totals"], delta)]
+            if first:
+                entry["first"] += 1
+                entry["first_totals"] = [t + d for t, d in zip(entry["first_totals"], delta)]
             entry["recent"].append(delta)
 
     # ------------------------------------------------------------------ hooks
@@ -381,9 +385,9 @@ class FunctionProfiler:
     # ------------------------------------------------------------------ the profile
     def result(self) -> dict:
         """The profile as a JSON-ready document (format ``mantispy-function-counters``): per function its
-        calls (every call, counted), the calls measured, the totals over all calls (the measured calls'
-        totals scaled by calls / measured calls when not every call was measured) and the mean of the last
-        measured calls."""
+        calls (every call, counted), the calls measured, the totals over all calls (the first calls' own,
+        plus the later measured calls' scaled by later calls / later measured calls) and the mean of the
+        last measured calls."""
         names = self.names or list(THREAD_EVENTS)
         functions = {}
         by_index = list(self.sampler.names)
@@ -391,11 +395,10 @@ class FunctionProfiler:
             for index, entry in sorted(self.stats.items(), key=lambda item: by_index[item[0]]):
                 recent = list(entry["recent"])
                 calls = max(self.sampler.count(index), entry["measured"])
-                scale = calls / entry["measured"]
                 functions[by_index[index]] = {
                     "calls": calls,
                     "measured_calls": entry["measured"],
-                    "totals": {n: t * scale for n, t in zip(names, entry["totals"])},
+                    "totals": dict(zip(names, _estimated_totals(entry, calls))),
                     "recent_mean": {n: sum(r[i] for r in recent) / len(recent) for i, n in enumerate(names)},
                     "recent_calls": len(recent),
                 }
@@ -434,6 +437,15 @@ def _measured_generator(profiler: FunctionProfiler, index: int, inner):
             raise
         except BaseException as exc:  # thrown in by the consumer: into the generator
             to_throw, to_send = exc, None
+
+def _estimated_totals(entry: dict, calls: int) -> list[float]:
+    """Totals over all ``calls`` of a function from its measured ones: the first calls' (every one measured)
+    as they are, plus the later measured calls' scaled to the later calls."""
+    later_measured = entry["measured"] - entry["first"]
+    if later_measured <= 0:  # no stride yet: every call measured, or a mean of the first calls is all there is
+        return [t * calls / entry["measured"] for t in entry["totals"]]
+    scale = (calls - entry["first"]) / later_measured
+    return [f + (t - f) * scale for t, f in zip(entry["totals"], entry["first_totals"])]
 
 
 def write(profile: FunctionProfiler, path: str) -> None:

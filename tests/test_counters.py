@@ -435,6 +435,54 @@ def test_a_hot_function_is_counted_at_every_call_and_measured_at_some(tmp_path, 
     assert 0.5 < ratio < 2.0, (ratio, every, sampled)
 
 
+WARMING = """\
+calls = 0
+
+
+def work():
+    global calls
+    calls += 1
+    total = 0
+    for i in range(20000 if calls <= 100 else 20):  # the first calls are the slow ones (caches, set-up)
+        total += i
+    return total
+
+
+for _ in range(40000):
+    work()
+print("done")
+"""
+
+
+@pytest.mark.parametrize("hook", ["probes", "monitoring"])
+def test_totals_do_not_lend_the_first_calls_cost_to_the_later_ones(tmp_path, hook):
+    """A function whose first calls (all measured) cost a thousand times its later ones (measured one in a
+    stride): the totals keep the first calls' own and scale only the later ones (a single mean over both
+    made the estimate 200 times the truth)."""
+    from mantispy.standalone_runtime import standalone_runtime_dir
+    from tests.test_python_versions import interpreter
+
+    python = sys.executable if hook == "probes" else interpreter("3.12")
+    if python is None:
+        pytest.skip("Python 3.12 is not installed under pyenv")
+    (tmp_path / "warming.py").write_text(WARMING)
+    totals = {}
+    for budget in ("0", "0.005"):
+        out = tmp_path / f"profile-{budget}.json"
+        env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "warming.py:work", "MANTIS_FUNCTION_COUNTERS_OUT": str(out),
+               "MANTIS_FUNCTION_COUNTERS_HOOK": hook, "MANTIS_FUNCTION_COUNTERS_BUDGET": budget,
+               "PYTHONPATH": str(standalone_runtime_dir(tmp_path / "runtime"))}
+        proc = subprocess.run([python, "-m", "mantispy.runtime.function_counters", "warming.py"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+        profile = json.loads(out.read_text())["functions"]["warming.py:work"]
+        assert profile["calls"] == 40000
+        totals[budget] = (profile["totals"]["thread.cpu_ns"], profile["measured_calls"])
+    (every, _), (sampled, measured) = totals["0"], totals["0.005"]
+    assert measured < 4000, measured
+    assert 0.5 < sampled / every < 2.0, (sampled, every, measured)
+
+
 def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypatch):
     """Every call while a function is young or the budget is 0; then strides that make measuring cost
     about the budget's share of the CPU time between measured calls (a generator's resumes counted in
@@ -474,7 +522,7 @@ def test_the_sampler_measures_the_first_calls_then_keeps_to_its_budget(monkeypat
     assert measured[:2] == [1, 2] and 2500 <= min(strides[1:]) and 3000 < statistics.median(strides[1:]) < 7000, strides
     every = call_sampling.CallSampler(call_sampling.SamplingSettings(budget=0, every_call_first=0), 5e-6)
     index = every.add("prog.py:g")
-    assert all(next(every.gates[index]) and every.measuring(index) == n and every.finished(index) is None
+    assert all(next(every.gates[index]) and every.measuring(index) == n and every.finished(index) is True
                for n in range(1, 1001))
     assert every.count(index) == 1000
 
