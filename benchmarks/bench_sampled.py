@@ -33,12 +33,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_splits import judged_cheap  # noqa: E402
+from bench_splits import content_columns, not_cheap  # noqa: E402
 from results import publish  # noqa: E402
 
 from mantispy.campaign import load_spec  # noqa: E402
-from mantispy.content.stage import chosen_columns  # noqa: E402
-from mantispy.content.types import read_table as read_content  # noqa: E402
 from mantispy.modeling.fitting import FitRequest, fit_campaign  # noqa: E402
 from mantispy.runtime.content import CONTENT_PREFIX  # noqa: E402
 from mantispy.runtime.descriptors import INPUT_PREFIX  # noqa: E402
@@ -102,14 +100,11 @@ def cost_fractions(table, startup: float, cpu: dict[str, float]) -> list[float]:
 
 def split_rows(folder: Path, tables: dict[float, object], seeds: range, fraction_of_train: float) -> list[dict]:
     """Per split: the held-out CPU error of the ceiling, of the shipped refit and of each fraction's."""
-    work = folder / "build-work"
-    content = chosen_columns(read_content(work / "content.json")) if (work / "content.json").exists() else {}
-    cheap = judged_cheap(folder)
+    content = content_columns(folder)
     rows = []
-    with RunStore(work / "mantis.db", create=False) as store:
+    with RunStore(folder / "build-work" / "mantis.db", create=False) as store:
         campaign = store.campaigns()[0]
-        columns = {name for _run, name, _value in store.features_of(campaign)}
-        excluded = tuple(sorted(name for name in columns if name not in cheap))
+        columns, excluded = not_cheap(folder, store, campaign)
 
         def fit(seed: int, exclude: tuple[str, ...], extra: dict) -> dict:
             request = FitRequest(metric=METRIC, degree=3, train_fraction=fraction_of_train, seed=seed,

@@ -51,18 +51,27 @@ def judged_cheap(folder: Path) -> set[str]:
     return {feature for feature, verdict in record["verdicts"].items() if verdict.get("status") == "cheap"}
 
 
+def content_columns(folder: Path) -> dict[str, dict[str, float]]:
+    """The build's content features the models were offered: {input id: {feature id: value}}."""
+    content_file = folder / "build-work" / "content.json"
+    return chosen_columns(read_table(content_file)) if content_file.exists() else {}
+
+
+def not_cheap(folder: Path, store: RunStore, campaign) -> tuple[set[str], tuple[str, ...]]:
+    """(every feature the store holds, those the build did not judge cheap: what a refit must exclude)."""
+    cheap = judged_cheap(folder)
+    columns = {name for _run, name, _value in store.features_of(campaign)}
+    return columns, tuple(sorted(name for name in columns if name not in cheap))
+
+
 def fit_splits(folder: Path, seeds: range, train_fraction: float, average: int = FitRequest.average,
                penalty: str = FitRequest.penalty) -> list[dict]:
     """The CPU-time model refitted on each split: the held-out errors of the model and the black box."""
-    work = folder / "build-work"
-    content_file = work / "content.json"
-    extra = chosen_columns(read_table(content_file)) if content_file.exists() else {}
-    cheap = judged_cheap(folder)
+    extra = content_columns(folder)
     rows = []
-    with RunStore(work / "mantis.db", create=False) as store:
+    with RunStore(folder / "build-work" / "mantis.db", create=False) as store:
         campaign = store.campaigns()[0]
-        columns = {name for _run, name, _value in store.features_of(campaign)}
-        excluded = tuple(sorted(name for name in columns if name not in cheap))
+        _columns, excluded = not_cheap(folder, store, campaign)
         for seed in seeds:
             request = FitRequest(metric=METRIC, degree=3, train_fraction=train_fraction, seed=seed, exclude=excluded,
                                  sensitivity=False, metrics_from="original", extra_features=extra, average=average,

@@ -405,29 +405,39 @@ print("done")
 """
 
 
-@pytest.mark.parametrize("hook", ["probes", "monitoring"])
-def test_a_hot_function_is_counted_at_every_call_and_measured_at_some(tmp_path, hook):
-    """40,000 calls of one function: every call counted, a few hundred measured (the first 100, then as
-    the budget allows), and the totals scaled to all calls agree with those of a run measuring every call."""
-    from mantispy.standalone_runtime import standalone_runtime_dir
+def _profile_python(hook: str) -> str:
+    """The interpreter a hook runs under (sys.monitoring needs 3.12 from pyenv; skip without it)."""
     from tests.test_python_versions import interpreter
 
     python = sys.executable if hook == "probes" else interpreter("3.12")
     if python is None:
         pytest.skip("Python 3.12 is not installed under pyenv")
+    return python
+
+
+def _function_profile(tmp_path, hook: str, script: str, function: str, budget: str) -> dict:
+    """``script`` (in tmp_path) run under the function-counters runtime: the profile's entry for ``function``."""
+    from mantispy.standalone_runtime import standalone_runtime_dir
+
+    out = tmp_path / f"profile-{budget}.json"
+    env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": function, "MANTIS_FUNCTION_COUNTERS_OUT": str(out),
+           "MANTIS_FUNCTION_COUNTERS_HOOK": hook, "MANTIS_FUNCTION_COUNTERS_BUDGET": budget,
+           "PYTHONPATH": str(standalone_runtime_dir(tmp_path / "runtime"))}
+    proc = subprocess.run([_profile_python(hook), "-m", "mantispy.runtime.function_counters", script], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+    profile = json.loads(out.read_text())
+    assert profile["sampling"]["budget"] == float(budget)
+    return profile["functions"][function]
+
+
+@pytest.mark.parametrize("hook", ["probes", "monitoring"])
+def test_a_hot_function_is_counted_at_every_call_and_measured_at_some(tmp_path, hook):
+    """40,000 calls of one function: every call counted, a few hundred measured (the first 100, then as
+    the budget allows), and the totals scaled to all calls agree with those of a run measuring every call."""
+    _profile_python(hook)
     (tmp_path / "hot.py").write_text(textwrap.dedent(HOT))
-    results = {}
-    for budget in ("0", "0.005"):
-        out = tmp_path / f"profile-{budget}.json"
-        env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "hot.py:spin", "MANTIS_FUNCTION_COUNTERS_OUT": str(out),
-               "MANTIS_FUNCTION_COUNTERS_HOOK": hook, "MANTIS_FUNCTION_COUNTERS_BUDGET": budget,
-               "PYTHONPATH": str(standalone_runtime_dir(tmp_path / "runtime"))}
-        proc = subprocess.run([python, "-m", "mantispy.runtime.function_counters", "hot.py"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
-        profile = json.loads(out.read_text())
-        assert profile["sampling"]["budget"] == float(budget)
-        results[budget] = profile["functions"]["hot.py:spin"]
+    results = {budget: _function_profile(tmp_path, hook, "hot.py", "hot.py:spin", budget) for budget in ("0", "0.005")}
     every, sampled = results["0"], results["0.005"]
     assert every["calls"] == every["measured_calls"] == sampled["calls"] == 40000
     assert 100 <= sampled["measured_calls"] < 4000, sampled["measured_calls"]
@@ -459,23 +469,11 @@ def test_totals_do_not_lend_the_first_calls_cost_to_the_later_ones(tmp_path, hoo
     """A function whose first calls (all measured) cost a thousand times its later ones (measured one in a
     stride): the totals keep the first calls' own and scale only the later ones (a single mean over both
     made the estimate 200 times the truth)."""
-    from mantispy.standalone_runtime import standalone_runtime_dir
-    from tests.test_python_versions import interpreter
-
-    python = sys.executable if hook == "probes" else interpreter("3.12")
-    if python is None:
-        pytest.skip("Python 3.12 is not installed under pyenv")
+    _profile_python(hook)
     (tmp_path / "warming.py").write_text(WARMING)
     totals = {}
     for budget in ("0", "0.005"):
-        out = tmp_path / f"profile-{budget}.json"
-        env = {**os.environ, "MANTIS_FUNCTION_COUNTERS": "warming.py:work", "MANTIS_FUNCTION_COUNTERS_OUT": str(out),
-               "MANTIS_FUNCTION_COUNTERS_HOOK": hook, "MANTIS_FUNCTION_COUNTERS_BUDGET": budget,
-               "PYTHONPATH": str(standalone_runtime_dir(tmp_path / "runtime"))}
-        proc = subprocess.run([python, "-m", "mantispy.runtime.function_counters", "warming.py"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
-        profile = json.loads(out.read_text())["functions"]["warming.py:work"]
+        profile = _function_profile(tmp_path, hook, "warming.py", "warming.py:work", budget)
         assert profile["calls"] == 40000
         totals[budget] = (profile["totals"]["thread.cpu_ns"], profile["measured_calls"])
     (every, _), (sampled, measured) = totals["0"], totals["0.005"]
