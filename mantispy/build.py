@@ -68,6 +68,7 @@ from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.content import CONTENT_PREFIX
 from mantispy.runtime.descriptors import INPUT_PREFIX, argv_files, describe_input, prefixed_numbers
 from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of, sample_input
+from mantispy.sampled.gate import SamplingGate, sampling_gate
 from mantispy.slicer.warm_client import WarmEvaluator
 from mantispy.store import RunStore, StoreError
 
@@ -464,6 +465,7 @@ class Builder:
         self.rounds: list[dict[str, Any]] = []
         self.content: ContentTable | None = None
         self.content_columns: dict[str, dict[str, float]] = {}
+        self.sampling_gates: dict[str, SamplingGate] = {}  # metric -> whether its models are offered sampled features
         self.slicing_root = slicing_root(self.spec)
 
     # -------------------------------------------------------------- stages
@@ -530,6 +532,8 @@ class Builder:
             models = {metric: self.cost_loop(store, campaign, metric, meter) for metric in self.metrics}
             record = self.record(campaign, frame, models, meter)
             record.ceiling = {metric: ceiling_summary(model) for metric, model in self.ceilings.items()}
+            for metric, gate in self.sampling_gates.items():
+                record.ceiling[metric]["sampling"] = gate.to_json()
             validate(self, session, models, frame, test_ids, record, out)
             write_package(self.work / "package", out, record, models,
                           content_specs(self, sorted({f for m in models.values() for f in m["scaling"]})))
@@ -722,9 +726,14 @@ class Builder:
         from mantispy.sampled.types import SampledError, read_table
 
         fraction = self.options.sample_fraction
-        counters = sorted({f for model in self.ceilings.values() for f in model["scaling"]
-                           if not f.startswith((INPUT_PREFIX, CONTENT_PREFIX)) and is_counter(f)})
-        why_not = ("the all-feature models use no counter of the program" if not counters
+        self.sampling_gates = {metric: sampling_gate(metric, model) for metric, model in self.ceilings.items()}
+        for gate in self.sampling_gates.values():
+            self.log(f"sampled features, {gate.describe()}")
+        counters = sorted({f for metric, model in self.ceilings.items() if self.sampling_gates[metric].open
+                           for f in model["scaling"] if not f.startswith((INPUT_PREFIX, CONTENT_PREFIX)) and is_counter(f)})
+        why_not = ("no metric's cheap features are far enough from its all-feature model"
+                   if not any(g.open for g in self.sampling_gates.values())
+                   else "the all-feature models use no counter of the program" if not counters
                    else "the entry takes keyword arguments, not input files" if self.spec.entry.kind == "callable"
                    else "the bytecode backend's campaigns are not sampled yet" if monitored(self.spec) else None)
         if why_not is not None:
@@ -754,7 +763,6 @@ class Builder:
         self.log(f"sampled features: {len(counters)} counter(s) of the all-feature models, counted on "
                  f"{fraction:.1%} samples of {len(table.runs)} input(s)"
                  + (f" ({len(table.failed)} without counts: {next(iter(table.failed.values()))})" if table.failed else ""))
-        self.sampled = table
         return table.values(counters)
 
     def descriptor_mismatches(self, frame) -> list[str]:
@@ -788,6 +796,10 @@ class Builder:
                              extra_features=getattr(self, "extra_columns", self.content_columns),
                              average=self.options.average,
                              interval_from="leave-one-input-out" if sensitivity else "out-of-fold")
+        gate = self.sampling_gates.get(metric)
+        if gate is not None and not gate.open:  # its stand-ins were taken for the other metrics' models
+            sampled = {f for values in request.extra_features.values() for f in values if f.startswith(SAMPLED_PREFIX)}
+            request = dataclasses.replace(request, exclude=tuple(sorted(excluded | sampled)))
         try:
             model = fit_campaign(store, campaign.name, request)
         except ModelingError as exc:
