@@ -27,7 +27,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,8 +65,9 @@ from mantispy.modeling.spore import ModelingError
 from mantispy.outputs import OutputError, check_folder, is_predictor, refuse_overlap
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.content import CONTENT_PREFIX
-from mantispy.runtime.descriptors import INPUT_PREFIX, argv_files, describe_input, prefixed_numbers
-from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of, sample_input
+from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
+from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of
+from mantispy.sampled.evaluate import evaluate_sampled
 from mantispy.sampled.gate import SamplingGate, sampling_gate
 from mantispy.slicer.warm_client import WarmEvaluator
 from mantispy.store import RunStore, StoreError
@@ -290,13 +290,8 @@ class CostMeter:
         cwd = str(self.spec.workdir)
         if not feature.startswith(SAMPLED_PREFIX):
             return warm.evaluate(item["argv"], item.get("kwargs"), cwd=cwd, timeout=timeout)
-        files = list(item.get("files") or argv_files(list(item["argv"]), cwd))
-        with tempfile.TemporaryDirectory(prefix="mantis-sample-") as folder:
-            started = time.perf_counter()
-            sampled = sample_input(list(item["argv"]), files, folder, self.sample_fraction, cwd=cwd)
-            cutting = time.perf_counter() - started
-            values, cost = warm.evaluate(sampled.argv, item.get("kwargs"), cwd=cwd, timeout=timeout)
-        return {feature: float(values.get(counter_of(feature), 0.0)) * sampled.scale}, cost + cutting
+        return evaluate_sampled(warm, [feature], list(item["argv"]), item.get("kwargs"), list(item.get("files") or ()),
+                                self.sample_fraction, cwd, timeout=timeout)
 
     def _check_training_inputs(self, feature: str, out: Path, timeout: float) -> str | None:
         """Fidelity on every other training input, for a feature found cheap on the cost inputs (a

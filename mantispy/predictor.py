@@ -22,7 +22,6 @@ import hashlib
 import json
 import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,8 @@ from mantispy.modeling.fitting import measured_metric
 from mantispy.package_kit import PackageConstants, write_package_kit
 from mantispy.runtime.content import CONTENT_PREFIX, content_values
 from mantispy.runtime.descriptors import INPUT_PREFIX, argv_files, describe_input, prefixed_numbers
-from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of, sample_input, scaled_counts
+from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of
+from mantispy.sampled.evaluate import evaluate_sampled
 
 MODELS_FORMAT = "mantispy-predictor-models"
 MODELS_VERSION = 1
@@ -143,19 +143,14 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
                 continue
             seconds += time.perf_counter() - started  # a prediction pays both
         if sampled_warm is not None:  # the predictor's way: cut the files, count on the sample, scale
-            cwd = str(builder.spec.workdir)
             try:
-                with tempfile.TemporaryDirectory(prefix="mantis-sample-") as folder:
-                    started = time.perf_counter()
-                    sample = sample_input(list(rec.argv), list(rec.files) or argv_files(list(rec.argv), cwd), folder,
-                                          fraction, cwd=cwd)
-                    cutting = time.perf_counter() - started
-                    counts, sampled_s = sampled_warm.evaluate(sample.argv, rec.kwargs, cwd=cwd)
+                counted, sampled_s = evaluate_sampled(sampled_warm, sampled, list(rec.argv), rec.kwargs, list(rec.files),
+                                                      fraction, str(builder.spec.workdir))
             except (OSError, WarmError) as exc:
                 failures.append({"input_id": iid, "error": f"sampled features: {exc}"})
                 continue
-            values.update(scaled_counts(counts, [counter_of(f) for f in sampled], sample.scale))
-            seconds += cutting + sampled_s
+            values.update(counted)
+            seconds += sampled_s
         for fid in selected + [c["id"] for c in content] + sampled:
             expected = float(stored.get(fid, 0.0)) if fid in first.columns else 0.0
             if abs(values.get(fid, 0.0) - expected) > 1e-9 * max(1.0, abs(expected)):

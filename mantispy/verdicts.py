@@ -39,9 +39,11 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
             said.append(f"{metric}: {bb / max(error, 1e-12):.1f}x better than the black box ({error:.1%} against {bb:.1%})")
     ceiling = (record.ceiling.get(metric) or {}).get("median_rel_error")
     if error is not None and isinstance(ceiling, (int, float)):
+        gives_up = ceiling < 0.8 * error
         said.append(f"{metric}: a model allowed every feature, cheap or not, reaches {ceiling:.1%}"
-                    + (": the cost budget gives up accuracy" if ceiling < 0.8 * error else
-                       ": the cheap features lose little"))
+                    + (": the cost budget gives up accuracy" if gives_up else ": the cheap features lose little"))
+        if gives_up:
+            said.extend(sampling_verdict(record, metric))
     floor = record.noise_floor(metric)
     if error is not None and floor is not None:
         if error <= NOISE_FACTOR * floor:
@@ -55,6 +57,27 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     if coverage is not None and level:
         said.append(coverage_verdict(metric, coverage, level, validation.get("interval_n") or validation.get("n")))
     return said
+
+
+def sampling_verdict(record: BuildRecord, metric: str) -> list[str]:
+    """Where the cost budget gives up accuracy: what the build did about it with sampled stand-ins."""
+    gate = (record.ceiling.get(metric) or {}).get("sampling")
+    if not record.options.sample_fraction:
+        return [f"{metric}: sampled stand-ins for the expensive features were not tried (mantispy build "
+                "--sample-fraction 0.025 counts them on 2.5 % of each input file)"]
+    if not isinstance(gate, dict):
+        return []
+    if gate.get("offered"):
+        return [f"{metric}: sampled stand-ins for the expensive counters were offered to its models "
+                f"(cross-validated error with every feature {_share(gate.get('program_cv_error'))} against "
+                f"{_share(gate.get('cheap_cv_error'))} with the cheap ones)"]
+    return [f"{metric}: sampled stand-ins were not offered: on cross-validation the cheap features "
+            f"({_share(gate.get('cheap_cv_error'))}) came within {gate.get('ratio', 2):g}x of every feature "
+            f"({_share(gate.get('program_cv_error'))})"]
+
+
+def _share(value) -> str:
+    return f"{value:.1%}" if isinstance(value, (int, float)) else "none"
 
 
 def coverage_verdict(metric: str, coverage: float, level: list[float], n: int | None) -> str:

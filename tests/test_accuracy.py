@@ -370,6 +370,22 @@ def test_verdicts_say_constant_black_box_and_noise_floor_in_words():
     assert "80% of held-out inputs" in said
 
 
+def test_verdicts_say_what_was_done_about_accuracy_the_cost_budget_gives_up():
+    model = {"method": "lasso", "scaling": {"app.py:f:loop:1": {}}}
+    record = record_with(model, 0.20, 0.3, 0.01)
+    record.ceiling = {"cpu_s": {"median_rel_error": 0.05}}
+    said = " ".join(metric_verdicts(record, "cpu_s"))
+    assert "gives up accuracy" in said and "--sample-fraction 0.025" in said  # not tried: say how
+    record.options.sample_fraction = 0.025
+    record.ceiling["cpu_s"]["sampling"] = {"cheap_cv_error": 0.21, "program_cv_error": 0.04, "ratio": 2.0, "offered": True}
+    said = " ".join(metric_verdicts(record, "cpu_s"))
+    assert "were offered to its models" in said and "4.0% against 21.0%" in said
+    record.ceiling["cpu_s"]["sampling"].update(cheap_cv_error=0.06, offered=False)
+    assert "not offered: on cross-validation the cheap features (6.0%) came within 2x" in " ".join(metric_verdicts(record, "cpu_s"))
+    record.ceiling["cpu_s"]["median_rel_error"] = 0.19  # the cheap features lose little: nothing to say of samples
+    assert "sampled" not in " ".join(metric_verdicts(record, "cpu_s"))
+
+
 def test_interval_coverage_is_judged_against_what_a_calibrated_interval_holds_on_so_few_inputs():
     from mantispy.modeling.selection import coverage_range
 

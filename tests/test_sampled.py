@@ -235,6 +235,7 @@ def test_a_build_offers_and_ships_a_sampled_stand_in_for_an_expensive_counter(st
     model = record["metrics"]["cpu_s"]["model"]
     assert stand_in in model["scaling"], model["scaling"]
     assert model["features"][stand_in]["kind"] == "sampled" and "2.5% sample" in model["features"][stand_in]["detail"]
+    assert record["ceiling"]["cpu_s"]["sampling"]["offered"] and record["ceiling"]["cpu_s"]["sampling"]["cheap_cv_error"] is None
     evaluator = record["evaluator"]
     assert evaluator["sampled_features"] == [stand_in] and evaluator["sample_fraction"] == 0.025
     assert evaluator["fidelity"]["mismatch_count"] == 0 and evaluator["fidelity"]["inputs"] == 10
@@ -274,3 +275,57 @@ def test_a_cached_sampled_verdict_holds_for_its_fraction_only(tmp_path):
     kept = meter(0.025).verdicts  # judged on other samples: measured again, the program's own verdicts kept
     assert set(kept) == {"app.py:f:loop:1"} and kept["app.py:f:loop:1"] == first.verdicts["app.py:f:loop:1"]
     assert dataclasses.asdict(first.verdicts["sampled:app.py:f:loop:1"])["sample_fraction"] == 0.05
+
+
+def _ceiling(cheap: float | None, program: float | None) -> dict:
+    """A model JSON's selection table with one candidate per view given."""
+    rows = [{"view": "constant", "cv_median_rel_error": 0.5}]
+    if cheap is not None:
+        rows += [{"view": "inputs", "cv_median_rel_error": cheap * 1.5}, {"view": "content", "cv_median_rel_error": cheap}]
+    if program is not None:
+        rows += [{"view": "program", "cv_median_rel_error": program * 1.2}, {"view": "program", "cv_median_rel_error": program}]
+    return {"selection": {"candidates": rows}, "scaling": {}}
+
+
+def test_the_gate_opens_only_where_every_feature_is_far_better_than_the_cheap_ones():
+    from mantispy.sampled.gate import sampling_gate
+
+    assert sampling_gate("cpu_s", _ceiling(0.20, 0.05)).open  # 4x: offered
+    assert sampling_gate("cpu_s", _ceiling(0.10, 0.05)).open  # exactly 2x
+    closed = sampling_gate("cpu_s", _ceiling(0.068, 0.064))  # pycparser's seed 0
+    assert not closed.open and "not offered" in closed.describe() and "6.4%" in closed.describe()
+    assert sampling_gate("cpu_s", _ceiling(None, 0.05)).open  # nothing cheap to compare: offered
+    assert not sampling_gate("cpu_s", _ceiling(0.2, None)).open  # no program model: nothing to stand in for
+    failed = _ceiling(0.2, 0.05)
+    failed["selection"]["candidates"].append({"view": "program", "cv_median_rel_error": None, "problem": "singular"})
+    assert sampling_gate("cpu_s", failed).program_error == 0.05  # a candidate that failed is not a score
+    assert sampling_gate("cpu_s", _ceiling(0.2, 0.05)).to_json() == {
+        "cheap_cv_error": 0.2, "program_cv_error": 0.05, "ratio": 2.0, "offered": True}
+
+
+def test_a_closed_gate_measures_nothing_and_keeps_the_stand_ins_out_of_that_metrics_fits(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import mantispy.build as build
+
+    said: list[str] = []
+    builder = SimpleNamespace(options=SimpleNamespace(sample_fraction=0.025), log=said.append,
+                              ceilings={"cpu_s": {**_ceiling(0.068, 0.064), "scaling": {"app.py:f:loop:1": {}}}})
+    assert build.Builder.sampled_stage(builder, frame=None) == {}
+    assert any("sampled features: none (no metric's cheap features" in line for line in said), said
+    assert not builder.sampling_gates["cpu_s"].open
+
+    requests = []
+    monkeypatch.setattr(build, "fit_campaign", lambda store, name, request: requests.append(request) or {"scaling": {}})
+    stand_in = sampled_id("app.py:f:loop:1")
+    builder = build.Builder.__new__(build.Builder)
+    builder.options = build.BuildOptions(spec=tmp_path / "c.toml", out=tmp_path / "out", sample_fraction=0.025)
+    builder.content, builder.content_columns = None, {}
+    builder.extra_columns = {"i1": {stand_in: 10.0, "content:x": 1.0}}
+    builder.sampling_gates = {"cpu_s": build.sampling_gate("cpu_s", _ceiling(0.068, 0.064)),
+                              "wall_s": build.sampling_gate("wall_s", _ceiling(0.2, 0.05))}
+    campaign = SimpleNamespace(name="c", manifest=None)
+    builder.fit(None, campaign, "cpu_s", {"app.py:g:call"}, sensitivity=False)
+    builder.fit(None, campaign, "wall_s", {"app.py:g:call"}, sensitivity=False)
+    assert requests[0].exclude == ("app.py:g:call", stand_in)  # closed: the stand-in is not its model's to use
+    assert requests[1].exclude == ("app.py:g:call",)
