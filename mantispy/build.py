@@ -65,7 +65,7 @@ from mantispy.modeling.spore import ModelingError
 from mantispy.outputs import OutputError, check_folder, is_predictor, refuse_overlap
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.content import CONTENT_PREFIX
-from mantispy.runtime.descriptors import INPUT_PREFIX, describe_input, prefixed_numbers
+from mantispy.runtime.descriptors import INPUT_PREFIX, argv_files, describe_input, prefixed_numbers
 from mantispy.runtime.sampled_input import SAMPLED_PREFIX, counter_of
 from mantispy.sampled.evaluate import evaluate_sampled
 from mantispy.sampled.gate import SamplingGate, sampling_gate
@@ -730,6 +730,8 @@ class Builder:
                    if not any(g.open for g in self.sampling_gates.values())
                    else "the all-feature models use no counter of the program" if not counters
                    else "the entry takes keyword arguments, not input files" if self.spec.entry.kind == "callable"
+                   else "no input names a file to sample" if not any(
+                       list(r.files) or argv_files(list(r.argv), str(self.spec.workdir)) for r in self.spec.inputs)
                    else "the bytecode backend's campaigns are not sampled yet" if monitored(self.spec) else None)
         if why_not is not None:
             self.log(f"sampled features: none ({why_not})")

@@ -315,6 +315,13 @@ def test_a_closed_gate_measures_nothing_and_keeps_the_stand_ins_out_of_that_metr
     assert any("sampled features: none (no metric's cheap features" in line for line in said), said
     assert not builder.sampling_gates["cpu_s"].open
 
+    said.clear()  # open, but nothing to cut: no instrumented copy is made, no run is made
+    builder.ceilings = {"cpu_s": {**_ceiling(0.2, 0.05), "scaling": {"app.py:f:loop:1": {}}}}
+    builder.spec = SimpleNamespace(entry=SimpleNamespace(kind="script"), workdir=tmp_path,
+                                   inputs=[SimpleNamespace(files=(), argv=["--size", "3", "missing.txt"])])
+    assert build.Builder.sampled_stage(builder, frame=None) == {}
+    assert any("sampled features: none (no input names a file to sample)" in line for line in said), said
+
     requests = []
     monkeypatch.setattr(build, "fit_campaign", lambda store, name, request: requests.append(request) or {"scaling": {}})
     stand_in = sampled_id("app.py:f:loop:1")
