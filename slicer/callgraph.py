@@ -61,9 +61,15 @@ property of a program class are ``kind="property-get"`` sites (edge to the gette
 
 Unresolved calls are kept: a site whose callee expression has values astroid cannot infer is in
 :attr:`CallGraph.unresolved` with the reason, its record has ``resolved=False`` and carries whatever
-callees were found (a partly resolved site). Not modelled: implicit dunder calls of operators, ``with``,
-``for`` and ``str()`` on program classes, metaclass ``__call__``, class decorators' return values,
-``eval``/``exec``/``getattr`` with computed names and imports by computed name.
+callees were found (a partly resolved site). The protocol calls the language makes itself are sites too
+(``kind="protocol-iter"``: a ``for`` or comprehension iterable, whose ``__iter__`` and, on the same class,
+``__next__`` run; ``kind="protocol-contains"``: ``a in b``, which runs ``b.__contains__``;
+``kind="protocol-builtin"``: ``len(x)``, ``iter(x)``, ``next(x)``, ``str(x)``, ``repr(x)``), when the program
+defines such a method: to the method of the inferred receiver's class, or, for ``for`` and ``in`` where the
+receiver cannot be inferred, to every program method of that name (the site counts as resolved: builtins'
+methods are outside the program; a builtin call on an uninferable receiver gets no program callee). Not modelled: implicit dunder calls of operators, ``with``, formatting and
+comparisons on program classes, metaclass ``__call__``, class decorators' return values, ``eval``/``exec``/``getattr``
+with computed names and imports by computed name.
 
 With ``entry`` (a file of the program) the graph covers the modules the entry imports, transitively
 (a module body runs when imported), as PyCG does given one entry point: every function of those modules is
@@ -409,6 +415,7 @@ class _Builder:
         self.sites: list[_Site] = []
         self.classes: list[Any] = []
         self.property_names = _property_names(program)
+        self.protocol_methods = _protocol_methods(program)  # the protocol dunders some program class defines
         self.incoming: dict[Any, dict[tuple[int, int, int], _Binding]] = defaultdict(dict)
         self.incoming_changed = False
         self._infer_cache: dict[Any, _Inferred] = {}
@@ -464,6 +471,14 @@ class _Builder:
                 new.append(_Site("call", node, owner, source))
             elif isinstance(node, (nodes.Attribute, nodes.AssignAttr, nodes.DelAttr)) and node.attrname in self.property_names:
                 new.extend(self._property_sites(node, owner, source))
+            if isinstance(node, (nodes.For, nodes.Comprehension)) and "__iter__" in self.protocol_methods:
+                new.append(_Site("protocol-iter", node.iter, owner, source))
+            elif isinstance(node, nodes.Compare) and "__contains__" in self.protocol_methods and \
+                    any(op in ("in", "not in") for op, _ in node.ops):
+                new.append(_Site("protocol-contains", node, owner, source))
+            elif isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name) and len(node.args) == 1 and \
+                    BUILTIN_PROTOCOLS.get(node.func.name) in self.protocol_methods:
+                new.append(_Site("protocol-builtin", node, owner, source))
             if isinstance(node, nodes.Lambda) and not isinstance(node, nodes.FunctionDef):
                 counters[prefix] += 1
                 name = f"{prefix}.<lambda{counters[prefix]}>"
@@ -527,6 +542,8 @@ class _Builder:
                 outcome = self._resolve_call(site.node)
             elif site.kind == "decorator":
                 outcome = self._resolve_decorator(site.node)
+            elif site.kind.startswith("protocol"):
+                outcome = self._resolve_protocol(site.node, site.kind)
             else:
                 outcome = self._resolve_property(site.node, site.kind)
         except RecursionError:
@@ -622,6 +639,44 @@ class _Builder:
                 outcome.names.add(self._name_of(accessor))
                 self._bind(accessor, _Binding(attribute if kind == "property-set" else None, 1))
         return outcome
+
+    def _resolve_protocol(self, node: Any, kind: str) -> _Outcome:
+        """The program methods a protocol site runs: ``__iter__`` (and ``__next__``) of what a ``for``
+        iterates, ``__contains__`` of what ``in`` looks into, ``__len__`` of ``len(x)``...; for ``for`` and
+        ``in``, every program method of the name where the receiver's values are not all known (a
+        container class iterated through parameters: sqlparse's token lists). Not for the builtins, which
+        programs call on their own lists and strings everywhere: by name, ``len(x)`` would tie every slice
+        that measures a list to the one program class with a ``__len__`` (minisearch's index)."""
+        outcome = _Outcome()
+        if kind == "protocol-iter":
+            dunders, receivers = ("__iter__", "__next__"), [node]
+        elif kind == "protocol-builtin":
+            dunders, receivers = (BUILTIN_PROTOCOLS[node.func.name],), [node.args[0]]
+        else:
+            dunders, receivers = ("__contains__",), [right for op, right in node.ops if op in ("in", "not in")]
+        for receiver in receivers:
+            inferred = self.values(receiver)
+            outcome.dynamic |= inferred.dynamic
+            for value in inferred.values:
+                cls = self._instance_class(value)
+                for dunder in dunders if cls is not None else ():
+                    method = self._protocol_method(cls, dunder)
+                    if method is not None:
+                        outcome.names.add(self._name_of(method))
+            if kind != "protocol-builtin" and (inferred.incomplete or not inferred.values):
+                outcome.names |= {name for name, function in self.functions.items()
+                                  if function.kind == "method" and name.rsplit(".", 1)[-1] in dunders}
+        return outcome
+
+    def _protocol_method(self, cls: Any, dunder: str) -> Any | None:
+        """The method ``dunder`` of instances of ``cls`` if the program defines it (first in the MRO)."""
+        for klass in _mro(cls):
+            defs = klass.locals.get(dunder)
+            if not defs:
+                continue
+            method = defs[-1]
+            return method if self._is_program(klass) and isinstance(method, self.nodes.FunctionDef) else None
+        return None
 
     def _property_accessor(self, cls: Any, attrname: str, accessor: str | None) -> Any | None:
         for klass in _mro(cls):
@@ -1204,7 +1259,7 @@ class _Builder:
         return CallGraph(dict(sorted(self.functions.items())), sites, unresolved, imports, list(self.program.problems), entry)
 
     def _record(self, site: _Site) -> CallSite | None:
-        if site.kind.startswith("property") and not site.callees:
+        if site.kind.startswith(("property", "protocol")) and not site.callees:
             return None
         if site.kind == "decorator" and not site.callees and not site.incomplete:
             return None
@@ -1327,6 +1382,22 @@ def _accessor_kind(func: Any) -> str | None | bool:
         if name in _PROPERTY_DECORATORS:
             return None
     return False
+
+
+BUILTIN_PROTOCOLS = {"len": "__len__", "iter": "__iter__", "next": "__next__", "str": "__str__", "repr": "__repr__"}
+PROTOCOL_DUNDERS = ("__iter__", "__next__", "__contains__", "__len__", "__str__", "__repr__")
+
+
+def _protocol_methods(program: Program) -> set[str]:
+    """The protocol methods the language calls itself (:data:`PROTOCOL_DUNDERS`) that some class of the
+    program defines (from the ``ast``, syntactically)."""
+    found: set[str] = set()
+    for source in program.files:
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.ClassDef):
+                found |= {item.name for item in node.body
+                          if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in PROTOCOL_DUNDERS}
+    return found
 
 
 def _property_names(program: Program) -> set[str]:

@@ -640,10 +640,17 @@ def _captures(pattern: ast.AST) -> list[str]:
 
 
 def reaching_definitions(cfg: CFG, access: dict[int, Access]) -> dict[int, dict[Location, frozenset[int]]]:
-    """For each vertex, the definitions (location -> defining vertices) that reach its entry."""
+    """For each vertex, the definitions (location -> defining vertices) that reach its entry.
+
+    A ``for-next`` vertex assigns the loop's target only on its ``true`` edge (an item came): leaving the
+    loop (exhausted, or ``next`` raising) the target keeps the definitions from before, so
+    ``match = None; for match in ...: ...; if not match`` reads the ``None`` when no item came."""
     order = list(cfg.graph.nodes)
     preds = {v: [p for p in cfg.graph.predecessors(v) if cfg.graph.edges[p, v]["kind"] != "pseudo"] for v in order}
+    stepping = {v for v in order if cfg.vertices[v].kind == "for-next"}
+    leaving = {(p, v) for v in order for p in preds[v] if p in stepping and cfg.graph.edges[p, v]["kind"] != "true"}
     out: dict[int, dict[Location, frozenset[int]]] = {v: {} for v in order}
+    out_unassigned: dict[int, dict[Location, frozenset[int]]] = {v: {} for v in stepping}  # no item came
     into: dict[int, dict[Location, frozenset[int]]] = {v: {} for v in order}
     changed = True
     while changed:
@@ -651,13 +658,19 @@ def reaching_definitions(cfg: CFG, access: dict[int, Access]) -> dict[int, dict[
         for v in order:
             merged: dict[Location, set[int]] = {}
             for p in preds[v]:
-                for loc, defs in out[p].items():
+                for loc, defs in (out_unassigned[p] if (p, v) in leaving else out[p]).items():
                     merged.setdefault(loc, set()).update(defs)
             incoming = {loc: frozenset(d) for loc, d in merged.items()}
             outgoing = dict(incoming)
+            unassigned = dict(incoming) if v in stepping else None
             for loc, strong in access[v].defs.items():
                 outgoing[loc] = frozenset({v}) if strong else incoming.get(loc, frozenset()) | {v}
+                if unassigned is not None and loc[0] == "state":  # the iterator advanced all the same
+                    unassigned[loc] = outgoing[loc]
             into[v] = incoming
+            if unassigned is not None and unassigned != out_unassigned[v]:
+                out_unassigned[v] = unassigned
+                changed = True
             if outgoing != out[v]:
                 out[v] = outgoing
                 changed = True

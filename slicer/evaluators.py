@@ -252,7 +252,7 @@ def check_fidelity(session: SliceSession, src: Path, inputs: list[list[str]], fe
                 row.reason = f"cannot emit: {exc}"
                 continue
             row.statements_kept, row.statements_total = result.statements_kept, result.statements_total
-            groups.setdefault(json.dumps([result.kept, result.keep_units], sort_keys=True), []).append(fid)
+            groups.setdefault(json.dumps([result.kept, result.keep_units, result.calls_only], sort_keys=True), []).append(fid)
         for n, members in enumerate(groups.values()):
             out = (keep or work) / f"evaluator-{n}"
             try:

@@ -243,7 +243,8 @@ def _resolve_calls(sdg: SDG) -> None:
     """Attach call records to vertices: call-graph sites, implicit comprehension/class/import calls."""
     sites = defaultdict(list)
     for site in sdg.callgraph.sites:
-        if site.kind in ("call", "decorator", "property-get", "property-set", "property-del"):
+        if site.kind in ("call", "decorator", "property-get", "property-set", "property-del", "protocol-iter",
+                         "protocol-contains", "protocol-builtin"):
             sites[site.file].append(site)
     module_of = {f.modname: f.path for f in sdg.program.files}
     startup, maybe_startup = _startup_modules(sdg, module_of)

@@ -241,6 +241,7 @@ class SliceIndex:
                 span = proc.cfg.vertices[call.vertex].span
                 self.calls.append((vertex, call, f"{proc.key[0]}:{span[0]}:{span[1]}" if span else proc.key[0],
                                    [(c, self.ids[sdg.entry(c)]) for c in call.callees]))
+        self.stores = _result_stores(sdg, self.ids)
         self.statements_total = sum(len(p.cfg.statements()) for p in sdg.procs.values())
         self.unresolved = self._unresolved_sites()
         self._prepare_facts()
@@ -329,10 +330,43 @@ class SliceIndex:
                           "resolved": resolved})  # resolved: "static", "name-fallback" or "observed"
         hit = np.unique(self._unresolved_owner[is_kept[self._unresolved_span]]).tolist()
         unresolved = [self.unresolved[i][0] for i in hit]
+        calls_only: dict[str, list[tuple]] = {}
+        for vertex, returned, file, span in self.stores:
+            if mask[vertex] and not mask[returned]:
+                calls_only.setdefault(file, []).append(span)
         return {"kept": kept, "keep_units": keep_units,  # spans: tuples
-                "calls": calls, "unresolved": unresolved,
+                "calls": calls, "unresolved": unresolved, "calls_only": calls_only,
                 "statements_total": self.statements_total,
                 "statements_kept": int(np.count_nonzero(mask & self.statement))}
+
+
+def _result_stores(sdg: SDG, ids: dict[Node, int]) -> list[tuple[int, int, str, tuple]]:
+    """(statement id, id of its call's returned value, file, span) of each statement that stores one
+    program call's whole result where storing can fail on a value the slice no longer computes: an
+    unpacking (``n, d = f(x)``) or an augmented assignment (``total += f(x)``). The SDG lets such a
+    statement keep its call without the result (see sdg._result_only_calls); when the result is not in
+    a slice, its emitted callee returns None, so the emitter writes the bare call instead."""
+    found = []
+    for proc in sdg.procs.values():
+        at: dict[int, list] = {}
+        for call in proc.calls:
+            at.setdefault(call.vertex, []).append(call)
+        for vid, calls in at.items():
+            if len(calls) != 1 or calls[0].implicit:
+                continue
+            vertex = proc.cfg.vertices[vid]
+            stmt = vertex.node
+            if isinstance(stmt, ast.Assign):
+                fragile = any(not isinstance(t, (ast.Name, ast.Attribute, ast.Subscript)) for t in stmt.targets)
+            else:
+                fragile = isinstance(stmt, ast.AugAssign)
+            if not fragile or not isinstance(stmt.value, ast.Call) or \
+                    sum(isinstance(n, ast.Call) for n in ast.walk(stmt.value)) != 1 or vertex.span is None:
+                continue
+            statement, returned = ids.get(sdg.vertex(proc.key, vid)), ids.get(sdg.actual("aout", calls[0], RET))
+            if statement is not None and returned is not None:
+                found.append((statement, returned, proc.key[0], tuple(vertex.span)))
+    return found
 
 
 def _grouped(selected: np.ndarray, values: np.ndarray, files: list[str], bounds: np.ndarray, kind) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from mantispy.core.types import Span
 
 _FIELDS = (
     "criterion", "criterion_kind", "criterion_file", "criterion_span", "criterion_detail", "entry", "kept",
-    "keep_units", "calls", "unresolved", "statements_total", "statements_kept", "criteria",
+    "keep_units", "calls", "unresolved", "statements_total", "statements_kept", "criteria", "calls_only",
 )
 
 
@@ -44,6 +44,9 @@ class SliceResult:
     # A combined slice (several features at once): every criterion as {"id", "kind", "file", "span",
     # "detail"}, the first being the one above; empty for a single-feature slice.
     criteria: list[dict[str, Any]] = field(default_factory=list)
+    # Kept statements that store a program call's result nobody in the slice reads (``n, d = f(x)``,
+    # ``total += f(x)``) while the callee's ``return`` is cut: the emitter writes the bare call ``f(x)``.
+    calls_only: dict[str, list[Span]] = field(default_factory=dict)  # file -> ast spans (byte columns)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept verbatim
 
     @property
@@ -83,6 +86,8 @@ class SliceResult:
         )
         if self.criteria:
             data["criteria"] = [dict(c, span=list(c["span"])) for c in self.criteria]
+        if self.calls_only:
+            data["calls_only"] = {f: [list(s) for s in spans] for f, spans in sorted(self.calls_only.items())}
         return data
 
     @classmethod
@@ -102,6 +107,7 @@ class SliceResult:
             statements_total=int(data.get("statements_total") or 0),
             statements_kept=int(data.get("statements_kept") or 0),
             criteria=[dict(c, span=list(_span(c["span"]))) for c in data.get("criteria") or []],
+            calls_only={str(f): [_span(s) for s in spans] for f, spans in (data.get("calls_only") or {}).items()},
             extra={k: v for k, v in data.items() if k not in _FIELDS},
         )
 

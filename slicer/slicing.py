@@ -340,6 +340,7 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
         "unresolved": list(facts["unresolved"]),
         "statements_total": facts["statements_total"],
         "statements_kept": facts["statements_kept"],
+        **({"calls_only": {f: list(spans) for f, spans in facts["calls_only"].items()}} if facts["calls_only"] else {}),
         **({"calls_observed": observed} if sdg.observed is not None else {}),
     }
 

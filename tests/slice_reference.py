@@ -173,8 +173,12 @@ def facts(index, mask) -> dict:
     is_kept = np.zeros(len(index.spans) + 1, dtype=bool)
     is_kept[kept_sids] = True
     unresolved = [site for site, sids in index.unresolved if is_kept[sids].any()]
+    calls_only: dict[str, list] = {}
+    for vertex, returned, file, span in index.stores:
+        if mask[vertex] and not mask[returned]:
+            calls_only.setdefault(file, []).append(span)
     return {"kept": {f: tuple(sorted(spans)) for f, spans in sorted(kept.items())},  # spans: tuples
             "keep_units": {f: sorted(units) for f, units in sorted(keep_units.items())},
-            "calls": calls, "unresolved": unresolved,
+            "calls": calls, "unresolved": unresolved, "calls_only": calls_only,
             "statements_total": index.statements_total,
             "statements_kept": int(np.count_nonzero(mask & index.statement))}

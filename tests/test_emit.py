@@ -795,8 +795,10 @@ def test_slice_result_json_round_trip_and_the_slicers_dict():
         "kept": {"pkg/m.py": [[3, 13, 3, 20], [1, 0, 5, 12]]}, "keep_units": {"pkg/m.py": ["f"]},
         "calls": [{"site": "pkg/m.py:7:0", "callees": ["pkg/m.py:f"], "why": "it runs code", "implicit": False}],
         "unresolved": ["pkg/m.py:9:4"], "statements_total": 12, "statements_kept": 4, "future_key": {"x": 1},
+        "calls_only": {"pkg/m.py": [[7, 0, 7, 18]]},
     }
     result = SliceResult.from_dict(data)
+    assert result.calls_only == {"pkg/m.py": [(7, 0, 7, 18)]}
     assert result.criterion_span == (3, 4, 5, 12)
     assert result.kept["pkg/m.py"] == [(3, 13, 3, 20), (1, 0, 5, 12)]
     assert result.extra == {"future_key": {"x": 1}}

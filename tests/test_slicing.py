@@ -172,6 +172,7 @@ def test_minisearch_features_are_sliced_faithfully():
 
 
 SQL_WORKLOAD = Path(__file__).resolve().parent.parent / "examples" / "sqlparse_workload" / "work.py"
+SUITE_SQL_WORKLOAD = Path(__file__).resolve().parent.parent / "benchmarks" / "suite" / "sqlparse" / "workload.py"
 
 
 def _sqlparse_program(root: Path) -> Path:
@@ -818,4 +819,110 @@ def test_passing_a_builtin_to_a_mutating_callee_does_not_make_it_a_program_locat
     result = session.slice("main.py:main:loop:1")
     assert line_of(root, "main.py", "register(kinds, int)") not in kept_lines(result, "main.py"), result.kept
     rows = check_fidelity(session, root, [["2", "3"], ["4", "1"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_kept_call_whose_result_is_unpacked_runs_though_its_return_is_sliced_away(tmp_path):
+    """The suite's sqlparse workload: ``n, d = analyse(statement, digest)`` is kept for the sqlparse calls
+    ``analyse`` makes (the criteria are counters inside sqlparse), but nothing they need reads ``n`` or
+    ``d``, so ``return tokens, deepest`` is not in the slice: the emitted statement must still run (it
+    raised ``TypeError: cannot unpack non-iterable NoneType object``, so a build rejected every sampled
+    stand-in of sqlparse's counters as unsliceable)."""
+    root = _sqlparse_program(tmp_path / "prog")
+    shutil.copy(SUITE_SQL_WORKLOAD, root / "workload.py")
+    (root / "q.sql").write_text("SELECT a, b FROM t WHERE a = 1 AND b IN (SELECT c FROM u);\n"
+                                "UPDATE t SET a = 2 WHERE b > 3;\n", encoding="utf-8")
+    session = SliceSession(root, "workload.py")
+    wanted = ["sqlparse/utils.py:imt:branch:10", "sqlparse/sql.py:TokenList.get_sublists:branch:2",
+              # called by the language itself (``for token in tokenlist``, ``ttype in T.Keyword``): counted 0
+              # while the call graph did not see those calls
+              "sqlparse/sql.py:TokenList.__iter__:call", "sqlparse/tokens.py:_TokenType.__contains__:call"]
+    kept = kept_lines(session.slice(wanted[0]), "workload.py")
+    assert line_of(root, "workload.py", "n, d = analyse(") in kept
+    assert line_of(root, "workload.py", "return tokens, deepest") not in kept  # the slice stays as small
+    rows = check_fidelity(session, root, [["--mode", "all", "q.sql"], ["--mode", "parse", "--repeat", "2", "q.sql"]],
+                          wanted, cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_methods_called_by_the_language_itself_are_in_the_call_graph(tmp_path):
+    """sqlparse's ``for token in statement`` calls ``TokenList.__iter__`` and ``token.ttype in T.Keyword``
+    calls ``_TokenType.__contains__``: no call expression names them, yet a counter of their calls must be
+    counted by a slice that keeps the loops and tests that make them."""
+    root = write_program(tmp_path / "dunder", {
+        "tokens.py": '''
+            class Kind(tuple):
+                def __contains__(self, item):
+                    return item is not None and self == item[:len(self)]
+
+
+            KEYWORD = Kind(("kw",))
+
+
+            class Group:
+                def __init__(self, items):
+                    self.items = items
+
+                def __iter__(self):
+                    return iter(self.items)
+
+                def __len__(self):
+                    return len(self.items)
+        ''',
+        "main.py": '''
+            import sys
+
+            from tokens import KEYWORD, Group
+
+
+            def main(argv):
+                group = Group([(w,) if w.isupper() else ("kw", w) for w in argv])
+                keywords = 0
+                for item in group:
+                    if item in KEYWORD:
+                        keywords += 1
+                print(keywords, len(group))
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    features = ["tokens.py:Kind.__contains__:call", "tokens.py:Group.__iter__:call", "tokens.py:Group.__len__:call"]
+    rows = check_fidelity(session, root, [["a", "B", "c"], ["X"], []], features, cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_loop_that_runs_no_iteration_leaves_its_target_as_it_was(tmp_path):
+    """Markdown's ``InlineProcessor.__applyPattern``: ``match = None`` before ``for match in
+    finditer(...)``, then ``if not match``. When the loop runs no iteration (or its last one sets it back
+    to None and continues), the test reads the value from before the loop: the ``for`` assigns its target
+    only when there is a next item. The slice cut both ``match = None`` (UnboundLocalError in the
+    evaluator: a build rejected every sampled stand-in of Markdown's counters)."""
+    root = write_program(tmp_path / "target", {
+        "main.py": '''
+            import re
+            import sys
+
+
+            def first_long(words):
+                match = None
+                for match in re.finditer(r"[a-z]+", words):
+                    if len(match.group(0)) > 3:
+                        break
+                    match = None
+                if not match:
+                    return 0
+                return match.end(0)
+
+
+            def main(argv):
+                print(sum(first_long(text) for text in argv))
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    arms = [f for f in session.features if f.startswith("main.py:first_long:branch:")]
+    assert arms
+    rows = check_fidelity(session, root, [["", "ab cd", "abcdef x"], ["123"], []], arms, cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []

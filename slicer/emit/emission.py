@@ -181,11 +181,12 @@ class Emission:
         assert work.plan is not None
         has_criteria = path in self.criterion_files
         criteria = [c for c in self.criteria if c.feature.file == path]
-        key = (frozenset(work.plan.keep), frozenset(work.plan.hoist))
+        calls_only = frozenset(tuple(span[:2]) for span in self.result.calls_only.get(path, []))
+        key = (frozenset(work.plan.keep), frozenset(work.plan.hoist), calls_only)
         rewrites = _REWRITES.setdefault(work.parsed, {})
         if not has_criteria and key in rewrites:  # the same cut of a file without probes
             return rewrites[key]
-        rewriter = Rewriter(work.parsed, work.plan, criteria, self.targets.get(path, {}))
+        rewriter = Rewriter(work.parsed, work.plan, criteria, self.targets.get(path, {}), calls_only)
         module = work.parsed.module.visit(rewriter)
         for slot, count in rewriter.probes.items():
             self.probes[slot] = self.probes.get(slot, 0) + count

@@ -45,11 +45,12 @@ class Rewriter(cst.CSTTransformer):
     """
 
     def __init__(self, parsed: ParsedFile, plan: FilePlan, criteria: Sequence[Criterion],
-                 targets: dict[int, list[Criterion]]) -> None:
+                 targets: dict[int, list[Criterion]], calls_only: frozenset[tuple[int, ...]] = frozenset()) -> None:
         super().__init__()
         self.p = parsed
         self.plan = plan
         self.targets = targets
+        self.calls_only = calls_only  # starts (line, byte column) of statements kept for their call alone
         self.sites: dict[Span, list[tuple[Criterion, ValueSite]]] = {}
         seen_slots: set[int] = set()
         for criterion in criteria:
@@ -112,6 +113,9 @@ class Rewriter(cst.CSTTransformer):
         for original, stmt in zip(originals, updated):
             if not self.kept(original):
                 continue
+            if self.calls_only and isinstance(stmt, (cst.Assign, cst.AugAssign)) and \
+                    self.p.byte_span(original)[:2] in self.calls_only:
+                stmt = cst.Expr(value=stmt.value)  # what it stores is cut from the slice: only the call runs
             after: list[cst.BaseExpression] = []
             for criterion, site in self.site_records(original):
                 stmt, extra = self.record_assignment(stmt, criterion, site.detail)
