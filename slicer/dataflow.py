@@ -23,8 +23,10 @@ Locations (what a definition writes and a use reads):
   imports: a module body it may run writes import-time globals, which the SDG handles apart.
 
 Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
-unsliceable rather than trust a wrong slice): aliasing through plain assignment is not tracked
-(``ys = xs; ys.append(1)`` does not define ``xs``); ``getattr``/``object.__getattribute__`` with a
+unsliceable rather than trust a wrong slice): aliasing is tracked only within a unit and only from a
+variable to what it was taken from (``ys = xs``, ``starts, ends = closers[tag]``, ``for g in groups``: a
+mutation through the first is one of the second, see :func:`_container_aliases`), not through fields or
+across calls; ``getattr``/``object.__getattribute__`` with a
 computed name read the import-time fields (methods, class attributes) whose names start with the name's
 constant part (``"parse_" + kind``; any field when there is none), but not fields set at run time;
 ``globals()``/``locals()``/``vars()`` writes, ``exec``/``eval`` are not modelled; code outside the
@@ -483,6 +485,7 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False) -> dict[int,
     """Defs and uses of every vertex of one unit's CFG (``internal``: see :class:`_Collector`)."""
     unit = cfg.unit
     nested = {id(child.node): child for child in unit.children}
+    aliases = _container_aliases(cfg, scopes)
     result: dict[int, Access] = {}
     for vertex in cfg.vertices.values():
         access = Access()
@@ -548,6 +551,9 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False) -> dict[int,
             isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(node)
         ):
             access.define(RET, strong=False)
+        for loc in [loc for loc, strong in access.defs.items() if not strong and loc in aliases]:
+            for root in aliases[loc]:  # ``starts.append(x)`` after ``starts, ends = closers[tag]`` changes closers
+                access.define(root, strong=False)
         if unit.kind == "module":
             # A module's globals are the module object's attributes: ``tokens.Name`` read elsewhere
             # (``from pkg import tokens``) reads what ``Name = ...`` wrote here.
@@ -637,6 +643,69 @@ def _captures(pattern: ast.AST) -> list[str]:
         elif isinstance(node, ast.MatchMapping) and node.rest:
             names.append(node.rest)
     return names
+
+
+_ELEMENT_GETTERS = frozenset({"get", "setdefault", "pop", "popitem", "popleft", "__getitem__"})
+
+
+def _container_aliases(cfg: CFG, scopes: Scopes) -> dict[Location, set[Location]]:
+    """Variable -> the locations whose objects it may hold a part of (or be), transitively, from the
+    unit's ``x = y``, ``x = y[i]``, ``x = y.f``, ``x = y.get(k)`` / ``.setdefault(k, d)``, their unpacking
+    forms (``starts, ends = closers[tag]``) and ``for x in y``: a mutation through ``x`` (a weak
+    definition of it) is then a weak definition of those roots too. Flow-insensitive within the unit."""
+    unit = cfg.unit
+
+    def root(node: ast.AST) -> Location | None:
+        while True:
+            if isinstance(node, ast.Name):
+                return scopes.resolve(unit, node.id)
+            if isinstance(node, ast.Attribute):
+                return ("attr", node.attr)
+            if isinstance(node, (ast.Subscript, ast.Starred)):
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ELEMENT_GETTERS:
+                node = node.func.value
+            else:
+                return None
+
+    def names(target: ast.AST) -> list[str]:
+        if isinstance(target, ast.Name):
+            return [target.id]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return [n for element in target.elts for n in names(element)]
+        if isinstance(target, ast.Starred):
+            return names(target.value)
+        return []
+
+    direct: dict[Location, set[Location]] = defaultdict(set)
+    for vertex in cfg.vertices.values():
+        node = vertex.node
+        if vertex.kind == "stmt" and isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+        elif vertex.kind == "for-next":
+            head = cfg.vertices.get(_loop_key(cfg, vertex))
+            pairs = [(node, head.node)] if head is not None and head.kind == "for-iter" else []
+        else:
+            continue
+        for target, value in pairs:
+            source = root(value) if value is not None else None
+            if source is None:
+                continue
+            for name in names(target):
+                own = scopes.resolve(unit, name)
+                if own != source:
+                    direct[own].add(source)
+    closed: dict[Location, set[Location]] = {}
+    for start in direct:
+        seen: set[Location] = set()
+        stack = list(direct[start])
+        while stack:
+            loc = stack.pop()
+            if loc not in seen and loc != start:
+                seen.add(loc)
+                stack.extend(direct.get(loc, ()))
+        closed[start] = seen
+    return closed
 
 
 def reaching_definitions(cfg: CFG, access: dict[int, Access]) -> dict[int, dict[Location, frozenset[int]]]:

@@ -831,6 +831,7 @@ def test_a_kept_call_whose_result_is_unpacked_runs_though_its_return_is_sliced_a
     root = _sqlparse_program(tmp_path / "prog")
     shutil.copy(SUITE_SQL_WORKLOAD, root / "workload.py")
     (root / "q.sql").write_text("SELECT a, b FROM t WHERE a = 1 AND b IN (SELECT c FROM u);\n"
+                                "/* a block comment; its closer is found by the lexer's pre-scan */\n"
                                 "UPDATE t SET a = 2 WHERE b > 3;\n", encoding="utf-8")
     session = SliceSession(root, "workload.py")
     wanted = ["sqlparse/utils.py:imt:branch:10", "sqlparse/sql.py:TokenList.get_sublists:branch:2",
@@ -840,7 +841,8 @@ def test_a_kept_call_whose_result_is_unpacked_runs_though_its_return_is_sliced_a
     kept = kept_lines(session.slice(wanted[0]), "workload.py")
     assert line_of(root, "workload.py", "n, d = analyse(") in kept
     assert line_of(root, "workload.py", "return tokens, deepest") not in kept  # the slice stays as small
-    rows = check_fidelity(session, root, [["--mode", "all", "q.sql"], ["--mode", "parse", "--repeat", "2", "q.sql"]],
+    rows = check_fidelity(session, root, [["--mode", "all", "q.sql"], ["--mode", "parse", "--repeat", "2", "q.sql"],
+                                          ["--mode", "format", "--reindent", "--strip-comments", "q.sql"]],
                           wanted, cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
 
@@ -925,4 +927,48 @@ def test_a_loop_that_runs_no_iteration_leaves_its_target_as_it_was(tmp_path):
     arms = [f for f in session.features if f.startswith("main.py:first_long:branch:")]
     assert arms
     rows = check_fidelity(session, root, [["", "ab cd", "abcdef x"], ["123"], []], arms, cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_mutation_through_a_part_taken_out_of_a_container_changes_the_container(tmp_path):
+    """sqlparse's lexer (``keywords.py``): ``starts, ends = closers[tag]`` then ``starts.append(start)``
+    fills the lists inside ``closers``, which the lexer reads later. The slice cut the appends (the
+    dataflow saw a write of ``starts`` only), so the sliced lexer found no closing ``*/``, tokenized
+    differently and counted more of sqlparse's grouping work than the program does."""
+    root = write_program(tmp_path / "alias", {
+        "main.py": '''
+            import sys
+            from collections import defaultdict
+
+
+            def scan(text):
+                closers = defaultdict(lambda: ([], []))
+                for pos, char in enumerate(text):
+                    if char in "*#":
+                        starts, ends = closers[char]
+                        starts.append(pos)
+                        ends.append(pos + 1)
+                groups = {}
+                for word in text.split():
+                    bucket = groups.setdefault(len(word), [])
+                    bucket.append(word)
+                return closers, groups
+
+
+            def main(argv):
+                closers, groups = scan(argv[0])
+                found = 0
+                for start in closers["*"][0]:
+                    found += 1
+                for size in groups:
+                    for word in groups[size]:
+                        found += len(word)
+                print(found)
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    loops = ["main.py:main:loop:1", "main.py:main:loop:3"]
+    rows = check_fidelity(session, root, [["a*b*c #"], ["***"], ["x yy zzz yy"]], loops, cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
