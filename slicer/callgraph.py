@@ -181,6 +181,9 @@ class CallGraph:
     imports: dict[str, frozenset[str]]  # module -> program modules it imports (anywhere in its text)
     problems: list[ProblemReport]
     entry: str | None = None  # the entry module's name, if any
+    # methods of program classes that override a method of a base class outside the program
+    # (HTMLParser.reset, handle_starttag...): that base's code calls them, unseen by any site
+    external_overrides: frozenset[str] = frozenset()
     _edges: dict[str, frozenset[str]] | None = field(default=None, repr=False)
     _by_position: dict[tuple[Any, ...], CallSite] | None = field(default=None, repr=False)
 
@@ -663,7 +666,7 @@ class _Builder:
                     method = self._protocol_method(cls, dunder)
                     if method is not None:
                         outcome.names.add(self._name_of(method))
-            if kind != "protocol-builtin" and (inferred.incomplete or not inferred.values):
+            if kind in ("protocol-iter", "protocol-contains") and (inferred.incomplete or not inferred.values):
                 outcome.names |= {name for name, function in self.functions.items()
                                   if function.kind == "method" and name.rsplit(".", 1)[-1] in dunders}
         return outcome
@@ -1256,7 +1259,38 @@ class _Builder:
                                                  _reason(site), record))
         modules = {n.module for n in self.functions.values()}
         imports = {m: frozenset(module_imports(self.program, self.program.by_module[m])) for m in sorted(modules)}
-        return CallGraph(dict(sorted(self.functions.items())), sites, unresolved, imports, list(self.program.problems), entry)
+        return CallGraph(dict(sorted(self.functions.items())), sites, unresolved, imports, list(self.program.problems), entry,
+                         external_overrides=self._external_overrides())
+
+    def _external_overrides(self) -> frozenset[str]:
+        """Names of program methods that a class outside the program also defines, above theirs in the MRO
+        (``object``'s own methods aside: they are dunders, which the slicer treats as implicit anyway), and
+        every method of a class with a base astroid cannot infer anywhere in its MRO (Markdown's
+        ``HTMLExtractor(htmlparser.HTMLParser)``, a copy of the standard library's module made with
+        importlib): that base may call any of them."""
+        found: set[str] = set()
+        for cls in self.classes:
+            mro = _mro(cls)
+            unknown = any(self._unknown_base(klass) for klass in mro if self._is_program(klass))
+            outside: set[str] = set()
+            for base in mro[1:]:
+                if not self._is_program(base) and _qname(base) != "builtins.object":
+                    outside |= set(base.locals)
+            for name, defs in cls.locals.items():
+                if unknown or name in outside:
+                    found |= {self.names[d] for d in defs if isinstance(d, self.nodes.FunctionDef) and d in self.names}
+        return frozenset(found)
+
+    def _unknown_base(self, cls: Any) -> bool:
+        """Whether some base expression of ``cls`` has no inferable class."""
+        for base in cls.bases:
+            try:
+                values = [v for v in base.infer() if not isinstance(v, self.util.UninferableBase)]
+            except Exception:  # noqa: BLE001 - inference errors: unknown
+                return True
+            if not any(isinstance(v, self.nodes.ClassDef) for v in values):
+                return True
+        return False
 
     def _record(self, site: _Site) -> CallSite | None:
         if site.kind.startswith(("property", "protocol")) and not site.callees:

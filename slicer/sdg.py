@@ -224,7 +224,8 @@ def _procedures(sdg: SDG) -> None:
                     sdg.units_by_line.setdefault((source.path, decorator.lineno), key)
 
 
-def _callee_keys(sdg: SDG, names) -> list[ProcKey]:
+def callee_keys(sdg: SDG, names) -> list[ProcKey]:
+    """The SDG procedures of call-graph function names (those the SDG has)."""
     keys = []
     for name in names:
         fn = sdg.callgraph.functions.get(name)
@@ -257,7 +258,7 @@ def _resolve_calls(sdg: SDG) -> None:
             records: list[CallRecord] = []
             for site in own:
                 if _vertex_contains(proc, vertex, site.line, site.col):
-                    callees = _callee_keys(sdg, site.callees)
+                    callees = callee_keys(sdg, site.callees)
                     how = "static"
                     if not site.resolved:  # what inference missed may be any program code of that name
                         seen = sdg.observed.callees_for(sdg, key, site) if sdg.observed is not None else None
@@ -1001,7 +1002,7 @@ def _explicit_call_nodes(sdg: SDG, proc: Procedure) -> list[ast.Call]:
         for node in ast.walk(vertex.node if not isinstance(vertex.node, ast.withitem) else vertex.node.context_expr):
             if isinstance(node, ast.Call) and any(v == vertex.id for v, _ in wanted):
                 site = sdg.callgraph.site_for(proc.key[0], node)
-                if site is not None and _callee_keys(sdg, site.callees):
+                if site is not None and callee_keys(sdg, site.callees):
                     found.append(node)
     return found
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 from array import array
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -36,7 +37,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .batch_reach import WORDS, CondensedReach
 from .dataflow import RET
-from .sdg import ARGMUT, SDG, Node
+from .sdg import ARGMUT, SDG, Node, callee_keys
 
 PASS1 = frozenset({"control", "data", "summary", "call", "param-in"})
 PASS2 = frozenset({"control", "data", "summary", "param-out"})
@@ -440,20 +441,23 @@ def _function_facts(sdg: SDG) -> list[tuple]:
 
     A function no resolved call reaches, yet created by a kept statement, has escaped as a value
     (``type=convert``, ``key=lambda ...``, a callback stored away), and a dunder method or property of a
-    kept class is called implicitly (``sorted`` calls ``__lt__``, ``for`` calls ``__iter__``): whatever
+    kept class is called implicitly (``sorted`` calls ``__lt__``, ``for`` calls ``__iter__``), and so is a
+    method that overrides one of a base class outside the program (``HTMLParser.__init__`` calls the
+    program's ``reset``, ``goahead`` its ``handle_starttag``): whatever
     calls them is invisible to the call graph, so their whole bodies are kept once a creator (or, for
     implicit ones, their class) is in the slice; their creators are then expanded by both passes, their
     bodies by both (never called explicitly) or by pass 2 only (they also have static call sites, which
     matter only if the slice already holds them). The body includes the actual-outs of its calls: a
     body kept whole keeps what its callees write (a plugin's ``md.block.register(...)``)."""
     facts = []
+    overrides = _inherited_overrides(sdg, set(callee_keys(sdg, sdg.callgraph.external_overrides)))
     for key, proc in sdg.procs.items():
         if proc.unit.kind not in ("function", "lambda"):
             continue
         entry = sdg.entry(key)
         creators = [pred for pred, _, d in sdg.graph.in_edges(entry, data=True) if d.get("label") == "def"]
         name = proc.unit.qualname.rsplit(".", 1)[-1].split("@")[0]
-        implicit = name.startswith("__") and name.endswith("__") or _is_property(proc.unit.node)
+        implicit = name.startswith("__") and name.endswith("__") or _is_property(proc.unit.node) or key in overrides
         parent = proc.unit.parent
         class_entry = sdg.entry((key[0], parent.qualname)) if parent is not None and parent.kind == "class" else None
         body = [sdg.vertex(key, v.id) for v in proc.cfg.statements()]
@@ -467,6 +471,38 @@ def _function_facts(sdg: SDG) -> list[tuple]:
             body.append(returned)
         facts.append((entry, creators, implicit, class_entry, not sdg.calls_to.get(key), body))
     return facts
+
+
+def _inherited_overrides(sdg: SDG, overrides: set) -> set:
+    """``overrides`` (methods an outside base calls) and, by base name, the same-named methods of program
+    subclasses of their classes, transitively: the call graph only sees the modules the entry imports,
+    and an extension loaded by computed name (Markdown's ``md_in_html.HTMLExtractorExtra(HTMLExtractor)``)
+    overrides ``reset`` all the same."""
+    found = set(overrides)
+    open_names: dict[str, set[str]] = defaultdict(set)  # class name -> names of its overriding methods
+    for file, qualname in overrides:
+        if "." in qualname:
+            owner, method = qualname.rsplit(".", 1)
+            open_names[owner.rsplit(".", 1)[-1]].add(method)
+    classes = [(key, proc.unit) for key, proc in sdg.procs.items() if proc.unit.kind == "class"]
+    changed = True
+    while changed:
+        changed = False
+        for key, unit in classes:
+            inherited: set[str] = set()
+            for base in unit.node.bases:
+                name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+                inherited |= open_names.get(name or "", set())
+            for child in unit.children:
+                method = child.qualname.rsplit(".", 1)[-1].split("@")[0]
+                if child.kind == "function" and method in inherited and (key[0], child.qualname) not in found:
+                    found.add((key[0], child.qualname))
+                    open_names[unit.node.name].add(method)
+                    changed = True
+            if not inherited <= open_names[unit.node.name]:
+                open_names[unit.node.name] |= inherited
+                changed = True
+    return found
 
 
 def _is_property(node: ast.AST) -> bool:

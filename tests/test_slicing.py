@@ -972,3 +972,109 @@ def test_a_mutation_through_a_part_taken_out_of_a_container_changes_the_containe
     loops = ["main.py:main:loop:1", "main.py:main:loop:3"]
     rows = check_fidelity(session, root, [["a*b*c #"], ["***"], ["x yy zzz yy"]], loops, cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_methods_that_override_a_base_outside_the_program_are_run_by_it(tmp_path):
+    """Markdown's ``HTMLExtractor(html.parser.HTMLParser)``: the standard library's ``__init__`` calls the
+    program's ``reset`` (which calls ``super().reset()``, where ``rawdata`` is set), and ``feed`` calls its
+    ``handle_starttag``. No site of the program calls them; the slice cut their bodies (AttributeError:
+    no attribute 'rawdata' in the evaluator)."""
+    root = write_program(tmp_path / "override", {
+        "main.py": '''
+            import sys
+            from html.parser import HTMLParser
+
+
+            class Tags(HTMLParser):
+                def __init__(self):
+                    self.seen = []
+                    super().__init__()
+
+                def reset(self):
+                    self.depth = 0
+                    super().reset()
+
+                def handle_starttag(self, tag, attrs):
+                    self.depth += 1
+                    self.seen.append(tag)
+
+                def handle_endtag(self, tag):
+                    self.depth -= 1
+
+
+            def main(argv):
+                parser = Tags()
+                parser.feed(argv[0])
+                parser.close()
+                count = 0
+                for tag in parser.seen:
+                    count += 1
+                print(count, parser.rawdata)
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["<p><b>x</b></p>"], ["plain"], ["<br><hr>"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_overrides_reach_subclasses_the_call_graph_does_not_index(tmp_path):
+    """Markdown's ``HTMLExtractor`` subclasses a copy of ``html.parser`` made with importlib (a base astroid
+    cannot infer: any of its methods may be called by it), and the ``md_in_html`` extension, imported by a
+    computed name the call graph does not follow, subclasses it and overrides ``reset``: that override is
+    run by the base too, so it is kept whole (``super().reset()`` sets ``rawdata``)."""
+    root = write_program(tmp_path / "hidden", {
+        "base.py": '''
+            import importlib.util
+
+            _spec = importlib.util.find_spec("html.parser")
+            htmlparser = importlib.util.module_from_spec(_spec)
+            _spec.loader.exec_module(htmlparser)
+
+
+            class Extractor(htmlparser.HTMLParser):
+                def reset(self):
+                    self.seen = []
+                    super().reset()
+
+                def handle_starttag(self, tag, attrs):
+                    self.seen.append(tag)
+        ''',
+        "ext_extra.py": '''
+            from base import Extractor
+
+
+            class Extra(Extractor):
+                def reset(self):
+                    self.extra = True
+                    super().reset()
+        ''',
+        "main.py": '''
+            import importlib
+            import sys
+
+            import base
+
+            EXTENSIONS = {"extra": "ext_extra"}
+
+
+            def main(argv):
+                if argv[0] in EXTENSIONS:
+                    parser = importlib.import_module(EXTENSIONS[argv[0]]).Extra()
+                else:
+                    parser = base.Extractor()
+                parser.feed(argv[1])
+                parser.close()
+                count = 0
+                for tag in parser.seen:
+                    count += 1
+                print(count)
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["extra", "<p><b>x</b></p>"], ["extra", "plain"], ["none", "<i>y</i>"]],
+                          ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
