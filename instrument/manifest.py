@@ -153,6 +153,7 @@ class Manifest:
                 raise ManifestError(f"field {key}: expected a string")
         if not isinstance(data.get("options"), dict):
             raise ManifestError("field options: expected an object")
+        _check_options(data["options"])
         calibration = data.get("calibration")
         if calibration is not None and not isinstance(calibration, dict):
             raise ManifestError("field calibration: expected an object or null")
@@ -250,3 +251,24 @@ def _checked_feature(feature: Feature) -> Feature:
 def manifest_path(out_dir: Path) -> Path:
     """Where the manifest of an instrumented tree lives."""
     return Path(out_dir) / ".mantis" / "manifest.json"
+
+
+_OPTION_TYPES = {"families": "a list of strings", "exclude": "a list of strings", "disabled": "a list of strings",
+                 "k": "a whole number", "derive_arms": "true or false"}
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """The options this version writes must have their types (others are kept as they are); a
+    :class:`ManifestError` names the first that does not."""
+    for key, expected in _OPTION_TYPES.items():
+        if key not in options:
+            continue
+        value = options[key]
+        if expected == "a list of strings":
+            good = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        elif expected == "a whole number":
+            good = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            good = isinstance(value, bool)
+        if not good:
+            raise ManifestError(f"field options.{key}: expected {expected}, not {value!r}")

@@ -372,9 +372,9 @@ def test_phases_fit_reports_per_phase_and_total_errors(campaign):
 def test_check_tells_a_normal_run_from_one_with_a_slowed_phase(campaign):
     folder, _, _ = campaign
     program = ["--", "phased.py", "--records", "15", "--passes", "2"]
-    normal = _check(folder, "--json", *program)
+    normal, recordings = _check(folder, "--json", *program), 1
     if _verdict(normal)["anomalous"]:  # a burst of machine load is an anomaly too: look once more
-        normal = _check(folder, "--json", *program)
+        normal, recordings = _check(folder, "--json", *program), 2
     assert normal.returncode == 0, normal.stderr
     verdict = _verdict(normal)
     assert verdict["anomalous"] is False, verdict["departures"]
@@ -383,8 +383,8 @@ def test_check_tells_a_normal_run_from_one_with_a_slowed_phase(campaign):
                                                                "MANTIS_INJECT_DELAY": "phased_steps:mix:0.01"})
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr
     first = next(line for line in slowed.stdout.splitlines() if line.startswith("  departs: "))
-    assert "recording 2: ANOMALOUS" in slowed.stdout and first.startswith("  departs: P2 (") and "crunch" in first, \
-        slowed.stdout
+    assert f"recording {recordings + 1}: ANOMALOUS" in slowed.stdout and first.startswith("  departs: P2 (") \
+        and "crunch" in first, slowed.stdout
     again = _check(folder, "last", "--store", ".mantis/record.db", "--json")  # the recording, checked again
     assert json.loads(again.stdout)["anomalous"] is True
 
