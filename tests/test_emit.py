@@ -650,6 +650,38 @@ def test_an_evaluator_that_builds_files_in_its_temporary_folder_works_cold_and_w
     assert list(system_tmp.iterdir()) == []
 
 
+STDIN_PROGRAM = {
+    "filter.py": '''
+        import sys
+
+
+        def main(limit):  # @S
+            text = sys.stdin.read() if limit < 0 else ""  # @S
+            for ch in text:  # @S
+                pass
+            for k in range(abs(limit)):  # @S
+                pass
+
+
+        main(int(sys.argv[1]))  # @S
+        ''',
+}
+
+
+def test_a_warm_evaluation_reads_an_empty_stdin_as_profiled_runs_do(tmp_path):
+    """Profiled runs read /dev/null on stdin; a forked evaluation of a warm server must too, not the
+    server's own stdin (the client's request pipe: it would wait for the next request, or eat it)."""
+    from mantispy.slicer.warm_client import WarmEvaluator
+
+    root = write_tree(tmp_path / "src", STDIN_PROGRAM)
+    feature = find_feature(root, "filter.py", "for", "for ch in text")
+    out = tmp_path / "out"
+    emit(root, out, hand_slice(root, feature, {"S"}, "filter.py"))
+    with WarmEvaluator(out) as warm:
+        values = [warm.evaluate([n], None, cwd=str(tmp_path), timeout=30)[0][feature] for n in ("-3", "2", "-1")]
+    assert values == [0.0, 0.0, 0.0]
+
+
 # ====================================================================== the rewrite itself
 def slice_single(tmp_path: Path, source: str, tags: set[str], feature_detail: str, snippet: str,
                  name: str = "prog.py") -> tuple[str, Path]:

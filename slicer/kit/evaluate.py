@@ -107,7 +107,6 @@ def serve(requests=None, replies=None):
     each run of the program makes them once. ``python evaluate.py --mantis-serve`` runs it on stdin/stdout.
     """
     import json
-    import signal
 
     requests = requests or sys.stdin
     replies = replies or sys.stdout
@@ -147,48 +146,127 @@ def serve(requests=None, replies=None):
     import gc
 
     gc.freeze()  # the children's collections leave the inherited objects (and their pages) alone
+    waiting = _fork_evaluation(fork)  # each evaluation is forked before its request comes
     replies.write(json.dumps({"ready": True}) + "\n")
     replies.flush()
-    while True:
-        line = requests.readline()
-        if not line:
-            return
-        try:
-            request = json.loads(line)
-        except ValueError:
-            replies.write(json.dumps({"error": "not a JSON request"}) + "\n")
-            replies.flush()
-            continue
-        if preload_error is not None:
-            replies.write(json.dumps({"error": preload_error}) + "\n")
-            replies.flush()
-            continue
-        read, write = os.pipe()
-        server = os.getpid()
-        pid = fork()
-        if pid == 0:  # the child: evaluate, reply through the pipe, leave without cleanup
-            os.close(read)
+    try:
+        while True:
+            line = requests.readline()
+            if not line:
+                return
             try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                _mantis_confine.die_with(server)
-                _mantis_confine.forbid_processes()
-                if request.get("cwd"):
-                    os.chdir(request["cwd"])
-                _mantis_guard.fresh_scratch()
-                reply = {"values": _evaluate_here(request.get("argv") or [], request.get("kwargs") or {})}
-            except BaseException as exc:
-                reply = {"error": f"{type(exc).__name__}: {exc}"}
-            data = (json.dumps(reply) + "\n").encode()
-            while data:
-                data = data[os.write(write, data):]
-            os._exit(0)
-        os.close(write)
-        answer = _mantis_confine.read_to_end(read)
-        os.waitpid(pid, 0)
-        _mantis_guard.discard_scratch(pid)
-        text = answer.decode() or json.dumps({"error": "the evaluation died without a reply"}) + "\n"
-        replies.write(text if text.endswith("\n") else text + "\n")
-        replies.flush()
+                json.loads(line)
+            except ValueError:
+                replies.write(json.dumps({"error": "not a JSON request"}) + "\n")
+                replies.flush()
+                continue
+            if preload_error is not None:
+                replies.write(json.dumps({"error": preload_error}) + "\n")
+                replies.flush()
+                continue
+            child, waiting = waiting, None
+            text = child.answer(line.encode()).decode() or json.dumps({"error": "the evaluation died without a reply"}) + "\n"
+            replies.write(text if text.endswith("\n") else text + "\n")
+            replies.flush()
+            child.reap()  # after the reply: the client need not wait for the child's exit and cleanup
+            waiting = _fork_evaluation(fork)
+    finally:
+        if waiting is not None:
+            waiting.abandon()
+
+
+class _ForkedEvaluation:
+    """The server's side of one forked evaluation: its process and its two pipes."""
+
+    def __init__(self, pid, request_fd, reply_fd):
+        self.pid = pid
+        self.request_fd = request_fd
+        self.reply_fd = reply_fd
+
+    def answer(self, request):
+        """Hand the child its request line; return its reply (everything it writes)."""
+        import _mantis_confine
+
+        try:
+            while request:
+                request = request[os.write(self.request_fd, request):]
+        except OSError:  # the child died before its request: its reply is empty
+            pass
+        os.close(self.request_fd)
+        return _mantis_confine.read_to_end(self.reply_fd)
+
+    def reap(self):
+        """Wait for the child's end and remove its scratch folder."""
+        import _mantis_guard
+
+        os.waitpid(self.pid, 0)
+        _mantis_guard.discard_scratch(self.pid)
+
+    def abandon(self):
+        """End a child that got no request (the server is stopping)."""
+        import signal
+
+        for fd in (self.request_fd, self.reply_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.reap()
+
+
+def _fork_evaluation(fork):
+    """Fork the next evaluation now, so that its set-up (the fork, its confinement, its scratch folder)
+    is done before its request comes; returns the server's handle on it. The child waits for one request line
+    on its own pipe, answers through the other and leaves without cleanup."""
+    import signal
+
+    server = os.getpid()
+    request_read, request_write = os.pipe()
+    reply_read, reply_write = os.pipe()
+    pid = fork()
+    if pid:
+        os.close(request_read)
+        os.close(reply_write)
+        return _ForkedEvaluation(pid, request_write, reply_read)
+    os.close(request_write)
+    os.close(reply_read)
+    try:
+        import json
+
+        import _mantis_confine
+        import _mantis_guard
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _mantis_confine.die_with(server)
+        _mantis_confine.forbid_processes()
+        _mantis_guard.fresh_scratch()
+        _stdin_from_devnull()
+        request = json.loads(_mantis_confine.read_to_end(request_read))
+        if request.get("cwd"):
+            os.chdir(request["cwd"])
+        reply = {"values": _evaluate_here(request.get("argv") or [], request.get("kwargs") or {})}
+    except BaseException as exc:
+        reply = {"error": f"{type(exc).__name__}: {exc}"}
+    import json
+
+    data = (json.dumps(reply) + "\n").encode()
+    while data:
+        data = data[os.write(reply_write, data):]
+    os.close(reply_write)  # the reply is complete: the server goes on while this process exits
+    os._exit(0)
+
+
+def _stdin_from_devnull():
+    """Give the evaluation an empty stdin, as profiled runs have, rather than the server's (the client's
+    request pipe, and what the server's reader has buffered of it)."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdin = sys.__stdin__ = open(0, closefd=False)
 
 
 _SINK = None  # serve()'s /dev/null, opened before the guard refuses writing opens
