@@ -4,8 +4,10 @@ A predictor keeps its evaluator warm: a server that imported the program's modul
 input. What an evaluation costs beyond the sliced program's own work (the fork, the child's confinement
 and scratch folder, the reply, the child's exit and cleanup) decides which features fit the cost budget:
 on the suite's mistune workload the budget (5 % of a run) is 7.5-8 ms, and a sampled stand-in spends most
-of it on that fixed part. The server now forks each evaluation before its request comes and replies
-before reaping the child (slicer/kit/evaluate.py, ``_fork_evaluation``).
+of it on that fixed part, and on regexes the program compiles per run, which every forked child compiled
+again. The server now forks each evaluation before its request comes, replies before reaping the child
+(slicer/kit/evaluate.py, ``_fork_evaluation``), and compiles the patterns its evaluations compiled so that
+later children find them in re's cache (``_learn_patterns``).
 
 This prepares the suite's mistune workload, emits two evaluators: the cheap feature ``--repeat``'s loop
 (its slice is the argument parsing: almost all of its cost is the fixed part) and the counter of
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import random
 import shutil
 import statistics

@@ -170,3 +170,10 @@ def run_chromium(browser: str, url: str, tmp_path: Path, *extra: str) -> subproc
                "--disable-extensions", "--disable-background-networking", "--disable-sync", "--mute-audio",
                f"--user-data-dir={home / 'profile'}", "--window-size=1200,900", *extra, url]
     return subprocess.run(command, capture_output=True, text=True, timeout=90, env=env)
+
+
+def interpreter(version: str) -> str | None:
+    """The newest CPython ``version`` ("3.12") under pyenv, or None."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted(root.glob(f"{version}.*/bin/python3")) if root.is_dir() else []
+    return str(found[-1]) if found else None

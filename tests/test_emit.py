@@ -27,6 +27,7 @@ from mantispy.slicer import guard
 from mantispy.slicer.emit import EmitError, EmitReport, emit_slice
 from mantispy.slicer.program import Program
 from mantispy.slicer.slice_result import SliceResult
+from tests.helpers import interpreter
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -680,6 +681,47 @@ def test_a_warm_evaluation_reads_an_empty_stdin_as_profiled_runs_do(tmp_path):
     with WarmEvaluator(out) as warm:
         values = [warm.evaluate([n], None, cwd=str(tmp_path), timeout=30)[0][feature] for n in ("-3", "2", "-1")]
     assert values == [0.0, 0.0, 0.0]
+
+
+REGEX_PROGRAM = {
+    "scan.py": '''
+        import re
+        import sys
+
+        WORD = "caf[eé]+ [0-9]+"
+
+
+        def main(text):  # @R
+            cached = any((str, WORD, int(re.I)) in getattr(re, name, {}) for name in ("_cache", "_cache2"))  # @R
+            found = [None] * 10 if cached else []  # @R
+            found += re.compile(WORD, re.I).findall(text) + re.compile(rb"\\xff+").findall(text.encode("latin-1"))  # @R
+            for item in found:  # @R
+                pass
+
+
+        main(sys.argv[1])  # @R
+        ''',
+}
+
+
+@pytest.mark.parametrize("version", [None, "3.12", "3.13"])
+def test_a_warm_server_compiles_the_patterns_its_evaluations_compiled(tmp_path, version):
+    """What one evaluation compiles (str and bytes patterns, with flags) the server compiles too, so later
+    forks find it in re's cache (which this program looks into, as no real one does); what the patterns
+    match is unchanged. On each Python the kit runs on (re's caches are private to it)."""
+    from mantispy.slicer.warm_client import WarmEvaluator
+
+    root = write_tree(tmp_path / "src", REGEX_PROGRAM)
+    found = find_feature(root, "scan.py", "for", "for item in found")
+    out = tmp_path / "out"
+    emit(root, out, hand_slice(root, found, {"R"}, "scan.py"))
+    python = interpreter(version) if version else sys.executable
+    if python is None:
+        pytest.skip(f"no CPython {version} under pyenv on this machine")
+    text = "Café 12, CAFEE 7 and caf 3 \xff\xff"
+    with WarmEvaluator(out, python=python) as warm:
+        first, second = (warm.evaluate([text], None, cwd=str(tmp_path), timeout=60)[0] for _ in range(2))
+    assert (first[found], second[found]) == (3.0, 13.0)  # 2 words and 1 run of bytes; then found in the cache
 
 
 # ====================================================================== the rewrite itself

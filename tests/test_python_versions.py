@@ -7,14 +7,13 @@ The interpreters come from pyenv when present; mantispy itself is not installed 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import MANTISPY
+from tests.helpers import MANTISPY, interpreter
 
 PROGRAM = """
 import asyncio, threading
@@ -52,12 +51,6 @@ except* ValueError:
     pass
 print([classify(v) for v in [1, 50, "x", 3]], asyncio.run(main()), work(10))
 """
-
-
-def interpreter(version: str) -> str | None:
-    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    found = sorted(root.glob(f"{version}.*/bin/python3")) if root.is_dir() else []
-    return str(found[-1]) if found else None
 
 
 def run_with(out: Path, features: Path, python: str | None) -> tuple[str, dict]:

@@ -113,14 +113,13 @@ def serve(requests=None, replies=None):
     fork = os.fork  # the guard refuses os.fork to the sliced program, not to this server
     if HERE not in sys.path:
         sys.path.insert(0, HERE)
-    import _mantis_confine
     import _mantis_eval
     import _mantis_guard
 
     entry = ENTRY.strip()
     if not entry.startswith("-m ") and not (":" in entry and not entry.endswith(".py")):
         sys.path.insert(0, os.path.dirname(os.path.join(ROOT, *entry.split("/"))))
-    global _SINK
+    global _SINK, _KNOWN_PATTERNS
     sink = _SINK = open(os.devnull, "w")
     saved = (sys.stdout, sys.stderr)
     sys.dont_write_bytecode = True
@@ -145,6 +144,7 @@ def serve(requests=None, replies=None):
     _warm_standard_library()
     import gc
 
+    _KNOWN_PATTERNS = frozenset(_pattern_keys())
     gc.freeze()  # the children's collections leave the inherited objects (and their pages) alone
     waiting = _fork_evaluation(fork)  # each evaluation is forked before its request comes
     replies.write(json.dumps({"ready": True}) + "\n")
@@ -165,10 +165,11 @@ def serve(requests=None, replies=None):
                 replies.flush()
                 continue
             child, waiting = waiting, None
-            text = child.answer(line.encode()).decode() or json.dumps({"error": "the evaluation died without a reply"}) + "\n"
-            replies.write(text if text.endswith("\n") else text + "\n")
+            reply, _, learned = child.answer(line.encode()).partition(b"\n")
+            replies.write((reply.decode() or json.dumps({"error": "the evaluation died without a reply"})) + "\n")
             replies.flush()
             child.reap()  # after the reply: the client need not wait for the child's exit and cleanup
+            _learn_patterns(learned)
             waiting = _fork_evaluation(fork)
     finally:
         if waiting is not None:
@@ -254,10 +255,74 @@ def _fork_evaluation(fork):
     import json
 
     data = (json.dumps(reply) + "\n").encode()
+    try:
+        data += (json.dumps(_new_patterns()) + "\n").encode()
+    except Exception:  # what the server learns is an optimisation only
+        pass
     while data:
         data = data[os.write(reply_write, data):]
     os.close(reply_write)  # the reply is complete: the server goes on while this process exits
     os._exit(0)
+
+
+_KNOWN_PATTERNS = frozenset()  # re's cache keys in the server when it forked the evaluation
+_LEARNED_LIMIT = 512  # patterns the server compiles for its children at most (re's own cache size)
+_learned = [0]
+
+
+def _pattern_keys():
+    """The (type, pattern, flags) keys of the re module's caches of compiled patterns (private to re,
+    the same in Python 3.11-3.13; none where they are not found)."""
+    regex = sys.modules.get("re")
+    keys = set()
+    for name in ("_cache", "_cache2"):
+        cache = getattr(regex, name, None)
+        if isinstance(cache, dict):
+            keys.update(key for key in list(cache) if isinstance(key, tuple) and len(key) == 3)
+    return keys
+
+
+def _new_patterns():
+    """What this evaluation compiled that the server had not: [pattern, flags, is bytes] (bytes as
+    latin-1 text), at most 256."""
+    found = []
+    for kind, pattern, flags in _pattern_keys() - _KNOWN_PATTERNS:
+        if kind is str and isinstance(pattern, str) and isinstance(flags, int):
+            found.append([pattern, flags, False])
+        elif kind is bytes and isinstance(pattern, bytes) and isinstance(flags, int):
+            found.append([pattern.decode("latin-1"), flags, True])
+        if len(found) >= 256:
+            break
+    return found
+
+
+def _learn_patterns(line):
+    """Compile in the server the patterns an evaluation compiled (the line ``_new_patterns`` wrote), so
+    that the next forks find them in re's cache, as a long-running process of the program would: the
+    regexes a program builds per run (a lexer's table, a parser's rules) cost each forked evaluation
+    milliseconds otherwise. Compiled patterns are immutable and the cache is re's own memo, so the program
+    sees the same objects' behaviour; only the time changes. At most ``_LEARNED_LIMIT`` in all."""
+    global _KNOWN_PATTERNS
+    import json
+
+    if not line.strip() or _learned[0] >= _LEARNED_LIMIT or "re" not in sys.modules:
+        return
+    try:
+        patterns = json.loads(line)
+    except ValueError:
+        return
+    import gc
+
+    compile_pattern = sys.modules["re"].compile
+    for item in patterns[: _LEARNED_LIMIT - _learned[0]] if isinstance(patterns, list) else ():
+        try:
+            pattern, flags, is_bytes = item
+            compile_pattern(pattern.encode("latin-1") if is_bytes else pattern, flags)
+        except Exception:  # a pattern this server cannot compile stays the child's
+            continue
+        _learned[0] += 1
+    _KNOWN_PATTERNS = frozenset(_pattern_keys())
+    gc.freeze()
 
 
 def _stdin_from_devnull():
