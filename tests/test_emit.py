@@ -683,6 +683,20 @@ def test_a_warm_evaluation_reads_an_empty_stdin_as_profiled_runs_do(tmp_path):
     assert values == [0.0, 0.0, 0.0]
 
 
+
+def test_a_cold_evaluation_reads_an_empty_stdin_whatever_its_caller_gives_it(tmp_path):
+    """The command line and evaluate_all read no stdin either: a predictor's caller may have one."""
+    root = write_tree(tmp_path / "src", STDIN_PROGRAM)
+    feature = find_feature(root, "filter.py", "for", "for ch in text")
+    out = tmp_path / "out"
+    emit(root, out, hand_slice(root, feature, {"S"}, "filter.py"))
+    for args in (["-3"], ["--mantis-json", "-3"]):
+        proc = subprocess.run([sys.executable, str(out / "evaluate.py"), *args], input="abc", capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path, env=clean_env())
+        assert proc.returncode == 0, proc.stderr
+        assert float(json.loads(proc.stdout)[feature] if args[0] == "--mantis-json" else proc.stdout) == 0.0
+
+
 REGEX_PROGRAM = {
     "scan.py": '''
         import re

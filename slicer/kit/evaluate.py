@@ -57,28 +57,30 @@ def evaluate_all(argv=None, **kwargs):
     import _mantis_guard
 
     saved_modules = {name: sys.modules.pop(name) for name in MODULES if name in sys.modules}
-    saved = (sys.argv, sys.stdout, sys.stderr, sys.dont_write_bytecode)
+    saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, sys.dont_write_bytecode)
     _mantis_eval.reset()
     sink = open(os.devnull, "w")
+    empty = open(os.devnull)  # profiled runs read /dev/null on stdin: so does the evaluation, not the caller's
     errors = _Tail()
     status = 0
     sys.dont_write_bytecode = True
     patches = _mantis_guard.install()
     _mantis_eval.install()
     try:
-        sys.stdout, sys.stderr = sink, errors
+        sys.stdin, sys.stdout, sys.stderr = empty, sink, errors
         _run(list(argv or ()), kwargs)
     except SystemExit as exc:
         status = exc.code
     finally:
         _mantis_eval.uninstall()
         _mantis_guard.uninstall(patches)
-        sys.argv, sys.stdout, sys.stderr, sys.dont_write_bytecode = saved
+        sys.argv, sys.stdin, sys.stdout, sys.stderr, sys.dont_write_bytecode = saved
         sys.path[:] = saved_path
         for name in MODULES:
             sys.modules.pop(name, None)
         sys.modules.update(saved_modules)
         sink.close()
+        empty.close()
     return _outcome(status, errors)
 
 
@@ -501,6 +503,7 @@ def _print_json(args):
     import _mantis_confine
 
     _mantis_confine.forbid_processes()
+    _stdin_from_devnull()
     if args[0] == "--mantis-json-kwargs":
         values = evaluate_all(**json.loads(args[1] if len(args) > 1 else "{}"))
     else:
@@ -516,6 +519,7 @@ def _print_values(args):
     import _mantis_confine
 
     _mantis_confine.forbid_processes()
+    _stdin_from_devnull()
     kwargs = {}
     if ":" in ENTRY and not ENTRY.strip().startswith("-m ") and len(args) == 1 and args[0].lstrip().startswith("{"):
         kwargs, args = json.loads(args[0]), []
