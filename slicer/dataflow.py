@@ -25,8 +25,9 @@ Locations (what a definition writes and a use reads):
 Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
 unsliceable rather than trust a wrong slice): aliasing is tracked only within a unit and only from a
 variable to what it was taken from (``ys = xs``, ``starts, ends = closers[tag]``, ``for g in groups``: a
-mutation through the first is one of the second, see :func:`_container_aliases`), not through fields or
-across calls; ``getattr``/``object.__getattribute__`` with a
+mutation through the first is one of the second, see :func:`_container_aliases`), or to what a program
+function it called hands back a part of (``last = self.last_token()`` returning ``self.tokens[-1]``), not
+through fields; ``getattr``/``object.__getattribute__`` with a
 computed name read the import-time fields (methods, class attributes) whose names start with the name's
 constant part (``"parse_" + kind``; any field when there is none), but not fields set at run time;
 ``globals()``/``locals()``/``vars()`` writes, ``exec``/``eval`` are not modelled; code outside the
@@ -324,6 +325,12 @@ class _Collector(ast.NodeVisitor):
         name = dotted_name(node.func)
         self._file_system(node, name)
         if self.internal(node):
+            if isinstance(node.func, ast.Attribute) and externals.is_mutator(node.func.attr):
+                # resolved to the program through a function it is given (``items.sort(key=lambda v: -v)``):
+                # the outside method still writes its receiver
+                receiver = self.root(node.func.value)
+                if receiver is not None:
+                    self.access.define(receiver, strong=False)
             return
         if name in ("setattr", "delattr") and len(node.args) >= 2:
             target = self.root(node.args[0])
@@ -481,11 +488,12 @@ def _innermost(unit: CodeUnit, node: ast.AST) -> CodeUnit:
     return unit
 
 
-def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False) -> dict[int, Access]:
-    """Defs and uses of every vertex of one unit's CFG (``internal``: see :class:`_Collector`)."""
+def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False, returned_parts=None) -> dict[int, Access]:
+    """Defs and uses of every vertex of one unit's CFG (``internal``: see :class:`_Collector`;
+    ``returned_parts``: see :func:`_container_aliases`)."""
     unit = cfg.unit
     nested = {id(child.node): child for child in unit.children}
-    aliases = _container_aliases(cfg, scopes)
+    aliases = _container_aliases(cfg, scopes, returned_parts)
     result: dict[int, Access] = {}
     for vertex in cfg.vertices.values():
         access = Access()
@@ -648,11 +656,14 @@ def _captures(pattern: ast.AST) -> list[str]:
 _ELEMENT_GETTERS = frozenset({"get", "setdefault", "pop", "popitem", "popleft", "__getitem__"})
 
 
-def _container_aliases(cfg: CFG, scopes: Scopes) -> dict[Location, set[Location]]:
+def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None) -> dict[Location, set[Location]]:
     """Variable -> the locations whose objects it may hold a part of (or be), transitively, from the
     unit's ``x = y``, ``x = y[i]``, ``x = y.f``, ``x = y.get(k)`` / ``.setdefault(k, d)``, their unpacking
     forms (``starts, ends = closers[tag]``) and ``for x in y``: a mutation through ``x`` (a weak
-    definition of it) is then a weak definition of those roots too. Flow-insensitive within the unit."""
+    definition of it) is then a weak definition of those roots too. ``returned_parts(call)``, where given,
+    adds ``x = f(...)`` for a call of the program whose callees return part of a field or of an argument
+    (``last = self.last_token()``, which returns ``self.tokens[-1]``): the locations it gives (fields, and
+    the roots of the arguments and receiver it names). Flow-insensitive within the unit."""
     unit = cfg.unit
 
     def root(node: ast.AST) -> Location | None:
@@ -689,12 +700,15 @@ def _container_aliases(cfg: CFG, scopes: Scopes) -> dict[Location, set[Location]
             continue
         for target, value in pairs:
             source = root(value) if value is not None else None
-            if source is None:
-                continue
+            sources = {source} if source is not None else set()
+            if source is None and isinstance(value, ast.Call) and returned_parts is not None:
+                for part in returned_parts(value):
+                    found = root(part) if isinstance(part, ast.AST) else part
+                    if found is not None:
+                        sources.add(found)
             for name in names(target):
                 own = scopes.resolve(unit, name)
-                if own != source:
-                    direct[own].add(source)
+                direct[own].update(s for s in sources if s != own)
     closed: dict[Location, set[Location]] = {}
     for start in direct:
         seen: set[Location] = set()

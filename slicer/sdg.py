@@ -74,6 +74,7 @@ class Procedure:
     mod: set = field(default_factory=set)
     ref: set = field(default_factory=set)
     mutates_args: bool = False
+    returned_roots: list | None = None  # see _returned_roots (computed on first use)
     # the parameters it writes through (a weak write: ``param.append(x)``, ``param[k] = v``)
     mutated_params: set[str] = field(default_factory=set)
     # local variables that may hold (part of) a parameter's object -> those parameters' names
@@ -669,7 +670,8 @@ def _local_effects(sdg: SDG) -> None:
     through_params: dict[ProcKey, set] = {}
     for key, proc in sdg.procs.items():
         explicit = {id(c) for c in _explicit_call_nodes(sdg, proc)}
-        proc.access = accesses(proc.cfg, sdg.scopes[key[0]], internal=lambda call, ids=explicit: id(call) in ids)
+        proc.access = accesses(proc.cfg, sdg.scopes[key[0]], internal=lambda call, ids=explicit: id(call) in ids,
+                               returned_parts=lambda call, k=key: _returned_parts(sdg, k[0], call))
         params = {qualify(key[0], loc) for loc in proc.access[proc.cfg.entry.id].defs}
         proc.param_aliases = _parameter_aliases(proc)
         through_params[key] = set()
@@ -706,29 +708,97 @@ def _local_effects(sdg: SDG) -> None:
                         proc.mod.add(("attr", loc[2]))
 
 
+def _returned_parts(sdg: SDG, file: str, call: ast.Call) -> list:
+    """What a call's result may be part of, for the caller's alias analysis (dataflow._container_aliases):
+    fields (``("attr", F)``) and the caller's argument and receiver expressions whose objects the program
+    callees hand back a part of (``def last_token(self): return self.tokens[-1]`` -> the field ``tokens``;
+    ``def first(xs): return xs[0]`` -> the argument)."""
+    site = sdg.callgraph.site_for(file, call)
+    if site is None:
+        return []
+    found: list = []
+    for key in callee_keys(sdg, site.callees):
+        proc = sdg.procs.get(key)
+        if proc is None or proc.unit.kind != "function":
+            continue
+        arguments = proc.unit.node.args
+        params = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+        bound = isinstance(call.func, ast.Attribute) and params[:1] in (["self"], ["cls"])
+        given = dict(zip(params[1:] if bound else params, call.args))
+        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        if bound:
+            given[params[0]] = call.func.value
+        for part in _returned_roots(proc):
+            if part[0] == "attr":
+                found.append(part)
+            elif part[1] in given:
+                found.append(given[part[1]])
+    return found
+
+
+def _returned_roots(proc: Procedure) -> list[tuple]:
+    """Where a function's returned values may come from as parts: ``("attr", F)`` for ``return
+    self.F[-1]`` and ``("param", NAME)`` for ``return xs[0]`` (a parameter's object or a part of it)."""
+    cached = proc.returned_roots
+    if cached is not None:
+        return cached
+    params = {a.arg for a in ast.walk(proc.unit.node.args) if isinstance(a, ast.arg)}
+    roots: list[tuple] = []
+    for vertex in proc.cfg.vertices.values():
+        node = vertex.node
+        if vertex.kind != "stmt" or not isinstance(node, ast.Return) or node.value is None:
+            continue
+        values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        for value in values:
+            while _shares(value) and not isinstance(value, ast.Name):
+                if isinstance(value, ast.Attribute):
+                    roots.append(("attr", value.attr))
+                    break
+                if isinstance(value, (ast.Subscript, ast.Starred)):
+                    value = value.value
+                elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PART_TAKERS:
+                    value = value.func.value
+                else:
+                    break
+            if isinstance(value, ast.Name) and value.id in params:
+                roots.append(("param", value.id))
+    proc.returned_roots = roots
+    return roots
+
+
 def _parameter_aliases(proc: Procedure) -> dict[tuple, set[str]]:
     """Local variables that may hold part of a parameter's object: bound by a loop over it or over what
     its methods return (``for t in tlist.get_sublists()``), or to one of its fields or items
-    (``first = args[0]``, ``x = node.left``), to a fixpoint. Values computed from it (``n = len(items)``,
-    ``tree = self.parse(text)``) are not followed: what a call returns is taken to be its own object."""
+    (``first = args[0]``, ``x = node.left``, ``node = stack.pop()``), and containers such a variable was
+    stored into (``queue.append((child, n))``, ``seen[k] = child``), to a fixpoint. Values computed from it
+    (``n = len(items)``, ``tree = self.parse(text)``) are not followed: what any other call returns is
+    taken to be its own object."""
     entry = proc.cfg.entry.id
     params = {loc: {loc[-1]} for loc in proc.access[entry].defs if loc[0] == "var"}
     aliases: dict[tuple, set[str]] = {}
     sharing = [vid for vid, v in proc.cfg.vertices.items() if vid != entry and _may_share_object(v)]
+    storing = {vid for vid, v in proc.cfg.vertices.items() if vid != entry and _stores_part(v)}
+    carried = {vid: _carried_names(proc.cfg.vertices[vid]) for vid in [*sharing, *storing]}
+    holders: dict[tuple, set[str]] = {}  # new containers a parameter's parts were stored into
     changed = True
     while changed:
         changed = False
-        for vid in sharing:
+        for vid in [*sharing, *storing]:
             access = proc.access[vid]
+            names = carried[vid]
             sources: set[str] = set()
             for loc in access.uses:
-                sources |= params.get(loc, set()) | aliases.get(loc, set())
+                if names is None or loc[0] == "var" and loc[-1] in names:
+                    sources |= params.get(loc, set()) | aliases.get(loc, set()) | holders.get(loc, set())
             if not sources:
                 continue
+            # what is taken out of a holder is part of the parameter; the holder itself is not (appending
+            # to it changes no parameter)
+            found = holders if vid in storing else aliases
             for loc, strong in access.defs.items():
-                if strong and loc[0] in ("var", "state") and loc not in params \
-                        and not sources <= aliases.get(loc, set()):
-                    aliases.setdefault(loc, set()).update(sources)
+                if (strong or vid in storing) and loc[0] in ("var", "state") and loc not in params \
+                        and not sources <= found.get(loc, set()):
+                    found.setdefault(loc, set()).update(sources)
                     changed = True
     return aliases
 
@@ -754,7 +824,55 @@ def _shares(expr: ast.AST) -> bool:
         return any(_shares(e) for e in expr.elts)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
         return expr.func.id in ("next", "iter", "getattr", "min", "max")
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        return expr.func.attr in PART_TAKERS and _shares(expr.func.value)
     return False
+
+
+PART_TAKERS = frozenset({"pop", "popleft", "popitem", "get", "setdefault", "copy", "values", "items"})
+"""Container methods whose result is (or holds) items of the container: ``node = stack.pop(0)``."""
+PART_STORERS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault"})
+"""Container methods that store their arguments in the container: ``queue.append((child, lst))``."""
+
+
+def _carried_names(vertex) -> set[str] | None:
+    """The variables whose objects a sharing or storing statement hands on: the receiver of
+    ``stack.pop(k)`` / ``cache.get(k)`` and what ``queue.append((child, n))`` / ``seen[k] = child`` store,
+    not the keys and positions they are given; None where every variable it reads may be handed on."""
+    node = vertex.node
+    if vertex.kind != "stmt":
+        return None
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        if isinstance(func, ast.Attribute) and func.attr in PART_TAKERS:
+            return {n.id for n in ast.walk(func.value) if isinstance(n, ast.Name)}
+    stored = _stored_values(vertex)
+    if stored:
+        return {n.id for value in stored for n in ast.walk(value) if isinstance(n, ast.Name)}
+    return None
+
+
+def _stores_part(vertex) -> bool:
+    """Whether a statement stores what it reads into a container (``queue.append((child, lst))``,
+    ``seen[key] = node``): the container then holds part of any parameter's object it was given."""
+    return bool(_stored_values(vertex))
+
+
+def _stored_values(vertex) -> list[ast.AST]:
+    """The expressions a statement stores into a container that may be (part of) an object it reads:
+    ``child`` in ``queue.append((child, n))`` or ``seen[k] = child`` (not ``counts[k] = n + 1``, a new
+    value)."""
+    node = vertex.node
+    if vertex.kind != "stmt":
+        return []
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        if isinstance(call.func, ast.Attribute) and call.func.attr in PART_STORERS:
+            return [a for a in [*call.args, *(k.value for k in call.keywords)] if _shares(a)]
+        return []
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) for t in node.targets):
+        return [node.value] if _shares(node.value) else []
+    return []
 
 
 def _mutation_through_calls(sdg: SDG) -> None:
