@@ -653,7 +653,8 @@ def _captures(pattern: ast.AST) -> list[str]:
     return names
 
 
-_ELEMENT_GETTERS = frozenset({"get", "setdefault", "pop", "popitem", "popleft", "__getitem__"})
+ELEMENT_GETTERS = frozenset({"get", "setdefault", "pop", "popitem", "popleft", "__getitem__"})
+"""Container methods whose result is an item of the container (``starts, ends = closers.get(tag)``)."""
 
 
 def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None) -> dict[Location, set[Location]]:
@@ -674,7 +675,7 @@ def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None) -> dict[Lo
                 return ("attr", node.attr)
             if isinstance(node, (ast.Subscript, ast.Starred)):
                 node = node.value
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ELEMENT_GETTERS:
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ELEMENT_GETTERS:
                 node = node.func.value
             else:
                 return None

@@ -38,7 +38,18 @@ import networkx as nx
 
 from .callgraph import CallGraph
 from .cfg import build_cfg, collect_units, iter_units
-from .dataflow import ANY, ATTR_ANY, ATTR_PREFIX, RET, Access, Scopes, accesses, dotted_name, reaching_definitions
+from .dataflow import (
+    ANY,
+    ATTR_ANY,
+    ATTR_PREFIX,
+    ELEMENT_GETTERS,
+    RET,
+    Access,
+    Scopes,
+    accesses,
+    dotted_name,
+    reaching_definitions,
+)
 from .ir import CFG, CodeUnit
 from .memo import MemoCache, memo_caches
 from .pdg import control_dependences
@@ -829,7 +840,7 @@ def _shares(expr: ast.AST) -> bool:
     return False
 
 
-PART_TAKERS = frozenset({"pop", "popleft", "popitem", "get", "setdefault", "copy", "values", "items"})
+PART_TAKERS = ELEMENT_GETTERS | {"copy", "values", "items"}
 """Container methods whose result is (or holds) items of the container: ``node = stack.pop(0)``."""
 PART_STORERS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault"})
 """Container methods that store their arguments in the container: ``queue.append((child, lst))``."""

@@ -237,9 +237,9 @@ def _fork_evaluation(fork):
         return _ForkedEvaluation(pid, request_write, reply_read)
     os.close(request_write)
     os.close(reply_read)
-    try:
-        import json
+    import json
 
+    try:
         import _mantis_confine
         import _mantis_guard
 
@@ -254,8 +254,6 @@ def _fork_evaluation(fork):
         reply = {"values": _evaluate_here(request.get("argv") or [], request.get("kwargs") or {})}
     except BaseException as exc:
         reply = {"error": f"{type(exc).__name__}: {exc}"}
-    import json
-
     data = (json.dumps(reply) + "\n").encode()
     try:
         data += (json.dumps(_new_patterns()) + "\n").encode()
@@ -269,7 +267,7 @@ def _fork_evaluation(fork):
 
 _KNOWN_PATTERNS = frozenset()  # re's cache keys in the server when it forked the evaluation
 _LEARNED_LIMIT = 512  # patterns the server compiles for its children at most (re's own cache size)
-_learned = [0]
+_learned_count = 0
 
 
 def _pattern_keys():
@@ -304,10 +302,10 @@ def _learn_patterns(line):
     regexes a program builds per run (a lexer's table, a parser's rules) cost each forked evaluation
     milliseconds otherwise. Compiled patterns are immutable and the cache is re's own memo, so the program
     sees the same objects' behaviour; only the time changes. At most ``_LEARNED_LIMIT`` in all."""
-    global _KNOWN_PATTERNS
+    global _KNOWN_PATTERNS, _learned_count
     import json
 
-    if not line.strip() or _learned[0] >= _LEARNED_LIMIT or "re" not in sys.modules:
+    if not line.strip() or _learned_count >= _LEARNED_LIMIT or "re" not in sys.modules:
         return
     try:
         patterns = json.loads(line)
@@ -316,13 +314,13 @@ def _learn_patterns(line):
     import gc
 
     compile_pattern = sys.modules["re"].compile
-    for item in patterns[: _LEARNED_LIMIT - _learned[0]] if isinstance(patterns, list) else ():
+    for item in patterns[: _LEARNED_LIMIT - _learned_count] if isinstance(patterns, list) else ():
         try:
             pattern, flags, is_bytes = item
             compile_pattern(pattern.encode("latin-1") if is_bytes else pattern, flags)
         except Exception:  # a pattern this server cannot compile stays the child's
             continue
-        _learned[0] += 1
+        _learned_count += 1
     _KNOWN_PATTERNS = frozenset(_pattern_keys())
     gc.freeze()
 
