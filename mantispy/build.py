@@ -237,7 +237,7 @@ class CostMeter:
                            f"estimated: the slice keeps loops and functions that make {estimate:.0%} of the "
                            f"program's iterations and calls (not emitted at >= {limit:.0%})")
         try:
-            result, _ = self.session.emit(criterion, out, self.k)
+            result, _ = self.session.emit(criterion, out, self.k, counts_on_failure=sampled)
         except EvaluatorError as exc:
             return Verdict(feature, "unsliceable", detail=str(exc)[:500])
         except RecursionError:

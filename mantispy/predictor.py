@@ -84,7 +84,8 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         + (f" (no model uses the program's features: {input_check} only checks each input)" if input_check else ""))
     sampled_dir = staging / "sampled_evaluator"
     if sampled:
-        sampled_result, _ = session.emit_combined([counter_of(f) for f in sampled], sampled_dir, k)
+        sampled_result, _ = session.emit_combined([counter_of(f) for f in sampled], sampled_dir, k,
+                                                  counts_on_failure=True)
         log(f"sampled evaluator: {len(sampled)} counter(s) on {fraction:.1%} samples of the input files, "
             f"{sampled_result.statements_kept} of {sampled_result.statements_total} statements")
 

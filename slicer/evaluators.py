@@ -76,9 +76,9 @@ class SliceSession:
         top-level statements (file -> spans) to slice for as well (see :meth:`emit`)."""
         return self.slice_combined([feature_id], also)
 
-    def emit(self, feature_id: str, out_dir: Path, k: int = 5):
+    def emit(self, feature_id: str, out_dir: Path, k: int = 5, counts_on_failure: bool = False):
         """Slice and write the evaluator of one feature; returns (SliceResult, EmitReport)."""
-        return self.emit_combined([feature_id], out_dir, k)
+        return self.emit_combined([feature_id], out_dir, k, counts_on_failure=counts_on_failure)
 
     def slice_combined(self, feature_ids: list[str], also: dict[str, list] | None = None) -> SliceResult:
         """One slice for several features (shared work kept once)."""
@@ -90,7 +90,8 @@ class SliceSession:
         except CriterionError as exc:
             raise EvaluatorError(str(exc)) from None
 
-    def emit_combined(self, feature_ids: list[str], out_dir: Path, k: int = 5, rounds: int = 8):
+    def emit_combined(self, feature_ids: list[str], out_dir: Path, k: int = 5, rounds: int = 8,
+                      counts_on_failure: bool = False):
         """Slice for and write one evaluator computing every feature of ``feature_ids`` in a single run of
         the sliced program; returns (SliceResult, EmitReport). ``evaluate_all`` in its evaluate.py gives
         {feature id: value}.
@@ -98,12 +99,13 @@ class SliceSession:
         The emitter keeps top-level statements the slice lacks when kept code reads the names they bind
         (``Text = Token.Text``, a class a kept import names); they run in the evaluator, so they are
         sliced for too (``Token.Text`` needs ``_TokenType.__getattr__``) and the evaluator emitted again,
-        until the emitter adds nothing new (at most ``rounds`` times)."""
+        until the emitter adds nothing new (at most ``rounds`` times). ``counts_on_failure``: the evaluator
+        gives the counts of a run that fails (a sampled evaluator's: the program may fail on a cut file)."""
         also: dict[str, list] = {}
         for _ in range(rounds):
             result = self.slice_combined(feature_ids, also)
             try:
-                report = emit_slice(self.program, result, out_dir, k)
+                report = emit_slice(self.program, result, out_dir, k, counts_on_failure=counts_on_failure)
             except EmitError as exc:
                 raise EvaluatorError(f"{feature_ids[0] if len(feature_ids) == 1 else 'combined evaluator'}: {exc}") from None
             grown = False

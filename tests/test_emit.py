@@ -1120,3 +1120,57 @@ def test_nonlocal_closures(tmp_path):
     code = compare_single(tmp_path, CLOSURES, {"K"}, "prog.py:make:value:count#2",
                           [["y", "y"], ["n", "y", "y"], ["n"], ["y", "n", "y", "y"]])
     assert "nonlocal count" in code and '"step"' not in code
+
+
+TRUNCATING_PROGRAM = {
+    "parse.py": '''
+        import sys
+
+
+        def parse(path):  # @P
+            with open(path) as handle:  # @P
+                lines = handle.read().splitlines()  # @P
+            for line in lines:  # @P
+                if line == "end":  # @P
+                    return  # @P
+            raise ValueError("at end of input: no 'end' line")  # @P
+
+
+        parse(sys.argv[1])  # @P
+        if sys.argv[2:] == ["strict"]:  # @P
+            sys.exit(4)  # @P
+        if sys.argv[2:] == ["write"]:  # @P
+            open("written.txt", "w")  # @P
+        ''',
+}
+
+
+@pytest.mark.parametrize("counts_on_failure", [False, True])
+def test_a_sampled_evaluator_gives_the_counts_of_a_run_that_fails_as_sampled_runs_keep_them(tmp_path,
+                                                                                             counts_on_failure):
+    """A sampled run's counts are kept whatever its exit status (a parser fails at the end of a cut file:
+    mantispy.runtime.sampled_input); its evaluator must give them too, warm and cold. It raised instead,
+    and every sampled counter of pycparser was found unsliceable. Other evaluators still say that the
+    program rejected the input; a refused write still fails every evaluator."""
+    from mantispy.slicer.warm_client import WarmError, WarmEvaluator
+
+    root = write_tree(tmp_path / "src", TRUNCATING_PROGRAM)
+    feature = find_feature(root, "parse.py", "for", "for line in lines")
+    out = tmp_path / "out"
+    result = SliceResult.from_json(hand_slice(root, feature, {"P"}, "parse.py").to_json())
+    emit_slice(Program.load(root), result, out, k=5, counts_on_failure=counts_on_failure)
+    (tmp_path / "whole.txt").write_text("a\nb\nend\nc\n")
+    (tmp_path / "cut.txt").write_text("a\nb\nc\n")
+    cases = [(["whole.txt"], 3.0), (["cut.txt"], 3.0), (["whole.txt", "strict"], 3.0), (["whole.txt", "write"], None)]
+    with WarmEvaluator(out) as warm:
+        for argv, expected in cases:
+            proc = subprocess.run([sys.executable, str(out / "evaluate.py"), "--mantis-json", *argv],
+                                  capture_output=True, text=True, timeout=120, cwd=tmp_path, env=clean_env())
+            if expected is None or (argv != ["whole.txt"] and not counts_on_failure):
+                with pytest.raises(WarmError, match="ValueError: at end of input|exit status 4|PermissionError"):
+                    warm.evaluate(argv, None, cwd=str(tmp_path), timeout=30)
+                assert proc.returncode == 3 and "mantispy-evaluator-error: " in proc.stderr
+            else:
+                assert warm.evaluate(argv, None, cwd=str(tmp_path), timeout=30)[0] == {feature: expected}
+                assert proc.returncode == 0, proc.stderr
+                assert json.loads(proc.stdout) == {feature: expected}

@@ -58,11 +58,13 @@ def _stub(path: str) -> str:
     return f"# mantispy: nothing of {path} is in the slice; this module exists so that imports of it work\n"
 
 
-def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5) -> EmitReport:
+def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5,
+               counts_on_failure: bool = False) -> EmitReport:
     """Write the feature evaluator of ``result`` into ``out_dir``; see the module docstring.
 
     ``k`` must be the ``--k`` the program was instrumented with (value criteria follow the runtime's
-    per-variable limits). Raises :class:`EmitError` when the criterion or entry cannot be found or a file
+    per-variable limits); ``counts_on_failure``: the evaluator gives the counts of a run that fails (a
+    sampled evaluator's, see :class:`mantispy.slicer.kit.BuildConstants`). Raises :class:`EmitError` when the criterion or entry cannot be found or a file
     that keeps code cannot be parsed.
     """
     out_dir = Path(out_dir)
@@ -112,7 +114,8 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5)
     constants = kit.BuildConstants(
         features=tuple((fid, c.slot, c.version) for fid, c in zip(feature_ids, criteria)), k=k,
         entry=result.entry, root_parts=tuple(base_parts), modules=tuple(modules),
-        preload=_preload(program, emission, entry_source, result.entry, to_write))
+        preload=_preload(program, emission, entry_source, result.entry, to_write),
+        counts_on_failure=counts_on_failure)
     written += kit.write_kit(out_dir, constants)
     warnings = emission.warnings + [f"{p}: the slice imports it but keeps nothing of it (written as an empty module)"
                                     for p, s in stats.items() if not s.sliced and not program.by_path[p].is_package]

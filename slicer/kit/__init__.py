@@ -66,6 +66,9 @@ class BuildConstants:
     """The program's modules written into the evaluator (imported afresh by every evaluation)."""
     preload: tuple[str, ...]
     """What the warm server imports once: the modules the program imports (not the entry's)."""
+    counts_on_failure: bool = False
+    """Whether an evaluation that fails (the program raises or exits non-zero) still gives the counts it
+    made: a sampled evaluator's, whose program may fail on a cut file as its sampled runs did."""
 
     @property
     def slots(self) -> int:
@@ -90,6 +93,7 @@ class BuildConstants:
             f"ROOT_PARTS = {tuple(self.root_parts)!r}  # the copy of the program's root, below this folder",
             f"MODULES = {tuple(self.modules)!r}  # the program's modules written here",
             f"PRELOAD = {tuple(self.preload)!r}  # what the warm server imports once",
+            f"COUNTS_ON_FAILURE = {bool(self.counts_on_failure)!r}  # a failed evaluation gives its counts",
             "",
         ]
         return "\n".join(lines)

@@ -27,11 +27,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE in sys.path:
-    from _mantis_build import ENTRY, FEATURES, MODULES, PRELOAD, ROOT_PARTS
+    from _mantis_build import COUNTS_ON_FAILURE, ENTRY, FEATURES, MODULES, PRELOAD, ROOT_PARTS
 else:  # loaded by path: the kit's modules sit beside this file
     sys.path.insert(0, HERE)
     try:
-        from _mantis_build import ENTRY, FEATURES, MODULES, PRELOAD, ROOT_PARTS
+        from _mantis_build import COUNTS_ON_FAILURE, ENTRY, FEATURES, MODULES, PRELOAD, ROOT_PARTS
     finally:
         sys.path.remove(HERE)
 
@@ -62,15 +62,12 @@ def evaluate_all(argv=None, **kwargs):
     sink = open(os.devnull, "w")
     empty = open(os.devnull)  # profiled runs read /dev/null on stdin: so does the evaluation, not the caller's
     errors = _Tail()
-    status = 0
     sys.dont_write_bytecode = True
     patches = _mantis_guard.install()
     _mantis_eval.install()
     try:
         sys.stdin, sys.stdout, sys.stderr = empty, sink, errors
-        _run(list(argv or ()), kwargs)
-    except SystemExit as exc:
-        status = exc.code
+        status = _run_to_status(list(argv or ()), kwargs)
     finally:
         _mantis_eval.uninstall()
         _mantis_guard.uninstall(patches)
@@ -84,6 +81,22 @@ def evaluate_all(argv=None, **kwargs):
     return _outcome(status, errors)
 
 
+def _run_to_status(argv, kwargs):
+    """Run the entry; return its exit status. What the program raises propagates, except in an evaluator
+    that keeps the counts of a failed run (COUNTS_ON_FAILURE): there it is the status 1 Python's top
+    level would give, its last line on the (captured) stderr."""
+    try:
+        _run(argv, kwargs)
+    except SystemExit as exc:
+        return exc.code
+    except Exception as exc:
+        if not COUNTS_ON_FAILURE:
+            raise
+        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+        return 1
+    return 0
+
+
 class InputRejected(Exception):
     """The sliced program exited with a non-zero status: the input is not one the program accepts."""
 
@@ -95,7 +108,7 @@ def _outcome(status, errors):
 
     if _mantis_guard.VIOLATIONS:
         raise PermissionError(_mantis_guard.VIOLATIONS[0])
-    if status not in (None, 0):
+    if status not in (None, 0) and not COUNTS_ON_FAILURE:
         said = errors.last_line()
         raise InputRejected(f"the program rejects this input (exit status {status})" + (f": {said}" if said else ""))
     return {fid: float(v) for fid, v in _mantis_eval.values().items()}
@@ -364,12 +377,9 @@ def _evaluate_here(argv, kwargs):
     """One evaluation in a process whose modules are already imported (a forked child of serve)."""
 
     errors = _Tail()
-    status = 0
     try:
         sys.stdout, sys.stderr = _SINK, errors
-        _run(list(argv), kwargs)
-    except SystemExit as exc:
-        status = exc.code
+        status = _run_to_status(list(argv), kwargs)
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return _outcome(status, errors)
