@@ -67,7 +67,8 @@ callees were found (a partly resolved site). The protocol calls the language mak
 ``kind="protocol-builtin"``: ``len(x)``, ``iter(x)``, ``next(x)``, ``str(x)``, ``repr(x)``), when the program
 defines such a method: to the method of the inferred receiver's class, or, for ``for`` and ``in`` where the
 receiver cannot be inferred, to every program method of that name (the site counts as resolved: builtins'
-methods are outside the program; a builtin call on an uninferable receiver gets no program callee). Not modelled: implicit dunder calls of operators, ``with``, formatting and
+methods are outside the program). A builtin call on an uninferable receiver gets no program callee and is
+unresolved, so that hybrid slicing gives it the methods profiling saw it run (sqlparse's ``str(stmt)``). Not modelled: implicit dunder calls of operators, ``with``, formatting and
 comparisons on program classes, metaclass ``__call__``, class decorators' return values, ``eval``/``exec``/``getattr``
 with computed names and imports by computed name.
 
@@ -669,6 +670,10 @@ class _Builder:
             if kind in ("protocol-iter", "protocol-contains") and (inferred.incomplete or not inferred.values):
                 outcome.names |= {name for name, function in self.functions.items()
                                   if function.kind == "method" and name.rsplit(".", 1)[-1] in dunders}
+            elif kind == "protocol-builtin" and (inferred.incomplete or not inferred.values):
+                # no name fallback (see above), but unresolved: the callees profiling saw it reach apply
+                outcome.incomplete = True
+                outcome.reasons.append(f"the argument of {node.func.name}() is not inferable")
         return outcome
 
     def _protocol_method(self, cls: Any, dunder: str) -> Any | None:
@@ -1293,7 +1298,8 @@ class _Builder:
         return False
 
     def _record(self, site: _Site) -> CallSite | None:
-        if site.kind.startswith(("property", "protocol")) and not site.callees:
+        if site.kind.startswith(("property", "protocol")) and not site.callees and \
+                not (site.kind == "protocol-builtin" and site.incomplete):
             return None
         if site.kind == "decorator" and not site.callees and not site.incomplete:
             return None

@@ -367,3 +367,68 @@ def test_build_observations_match_a_run_of_the_source(tmp_path):
     mapped = json.loads((tmp_path / "mapped.json").read_text())
     assert mapped["calls"] == direct["calls"] and mapped["started"] == direct["started"]
     assert mapped["files"] == direct["files"]
+
+
+# ``str(node)`` on an object of a class taken from a dict filled at run time: inference cannot say which
+# ``__str__`` runs, and a builtin gets no by-name fallback (``len(x)`` would tie every slice measuring a
+# list to the program's one ``__len__``). sqlparse's ``str(stmt)`` is such a call.
+STR_PROGRAM = '''
+import sys
+
+
+class Words:
+    def __init__(self, text):
+        self.words = text.split()
+
+    def __str__(self):
+        out = []
+        for word in self.words:
+            out.append(word.capitalize())
+        return " ".join(out)
+
+
+class Shout(Words):
+    def __str__(self):
+        return Words.__str__(self).upper()
+
+
+KINDS = {}
+
+
+def register(name, cls):
+    KINDS[name] = cls
+
+
+register("plain", Words)
+register("shout", Shout)
+
+
+def main(argv):
+    node = KINDS[argv[0]](argv[1])
+    print(len(argv), str(node))
+
+
+main(sys.argv[1:])
+'''
+
+
+def test_a_builtin_call_on_an_uninferable_object_gets_the_dunders_profiling_saw_it_run(tmp_path):
+    """``str(node)`` ran ``Words.__str__`` (directly or through ``Shout.__str__``) in the observed runs:
+    the hybrid slice of that method's loop must keep the call, or its evaluator counts nothing (sqlparse's
+    ``TokenList.__str__:loop:1`` counted 0 on every input). ``len(argv)`` called no program code: no
+    callee."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "prog.py").write_text(textwrap.dedent(STR_PROGRAM).lstrip("\n"))
+    record(sys.executable, src, tmp_path / "calls.json", [["plain", "a b c"], ["shout", "x y"]])
+    static = SliceSession(src, "prog.py")
+    hybrid = hybrid_session(static, tmp_path / "calls.json")
+    loop = "prog.py:Words.__str__:loop:1"
+    held_out = [["plain", "one two three four"], ["shout", "p q r"], ["plain", ""]]
+    row, = check_fidelity(hybrid, src, held_out, [loop], cwd=src)
+    assert (row.agreed, row.inputs) == (3, 3), row.mismatches
+    site = next(s for s in hybrid.callgraph.sites if s.text == "str(node)" and s.kind == "protocol-builtin")
+    assert not site.resolved and not site.callees
+    changed = {info["text"]: info for info in hybrid.sdg.observed_sites.values()}
+    assert sorted(changed["str(node)"]["callees"]) == ["prog.py:Shout.__str__", "prog.py:Words.__str__"]
+    assert "len(argv)" not in changed
