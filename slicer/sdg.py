@@ -274,7 +274,9 @@ def _resolve_calls(sdg: SDG) -> None:
                     how = "static"
                     if not site.resolved:  # what inference missed may be any program code of that name
                         seen = sdg.observed.callees_for(sdg, key, site) if sdg.observed is not None else None
-                        fallback = [c for c in _by_name(sdg, proc, site) if c not in callees]
+                        # a builtin's argument of unknown type: no program function named len or next runs
+                        fallback = ([] if site.kind == "protocol-builtin" else
+                                    [c for c in _by_name(sdg, proc, site) if c not in callees])
                         if seen is None or set(seen) == set(fallback):
                             callees += fallback
                             how = "name-fallback"

@@ -392,6 +392,23 @@ class Shout(Words):
         return Words.__str__(self).upper()
 
 
+class Cursor:
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.items:
+            raise StopIteration
+        return self.items.pop(0)
+
+    def next(self):
+        for item in self.items:
+            return item
+
+
 KINDS = {}
 
 
@@ -405,7 +422,7 @@ register("shout", Shout)
 
 def main(argv):
     node = KINDS[argv[0]](argv[1])
-    print(len(argv), str(node))
+    print(len(argv), str(node), next(iter(node.words + [""])), Cursor(argv).next())
 
 
 main(sys.argv[1:])
@@ -416,7 +433,7 @@ def test_a_builtin_call_on_an_uninferable_object_gets_the_dunders_profiling_saw_
     """``str(node)`` ran ``Words.__str__`` (directly or through ``Shout.__str__``) in the observed runs:
     the hybrid slice of that method's loop must keep the call, or its evaluator counts nothing (sqlparse's
     ``TokenList.__str__:loop:1`` counted 0 on every input). ``len(argv)`` called no program code: no
-    callee."""
+    callee. Nor has ``next(...)`` one in the static slice: a method named ``next`` is no ``__next__``."""
     src = tmp_path / "src"
     src.mkdir()
     (src / "prog.py").write_text(textwrap.dedent(STR_PROGRAM).lstrip("\n"))
@@ -432,3 +449,6 @@ def test_a_builtin_call_on_an_uninferable_object_gets_the_dunders_profiling_saw_
     changed = {info["text"]: info for info in hybrid.sdg.observed_sites.values()}
     assert sorted(changed["str(node)"]["callees"]) == ["prog.py:Shout.__str__", "prog.py:Words.__str__"]
     assert "len(argv)" not in changed
+    calls = {c.text: c for p in static.sdg.procs.values() for c in p.calls}
+    assert 'next(iter(node.words + [""]))' not in calls and calls["Cursor(argv).next()"].callees
+    assert any(s.text == 'next(iter(node.words + [""]))' and not s.resolved for s in static.callgraph.sites)
