@@ -219,7 +219,7 @@ def _branch_criterion(sdg: SDG, facts: _FileFacts, feature: dict, at) -> set[Nod
     if detail == "case":
         return facts.vertices("case", lambda v: _case_at(facts.lines, feature, v.node))
     if detail == "else":
-        tests = {id(n.test) for n in facts.of_type((ast.If,)) if n.orelse and not _is_elif(n)
+        tests = {id(n.test) for n in facts.of_type((ast.If,)) if n.orelse and not _is_elif(n, facts.lines)
                  and n.body[-1].end_lineno <= line <= n.orelse[0].lineno}
         return facts.vertices("test", lambda v: id(v.node) in tests)
     if detail == "loop-else":
@@ -239,8 +239,14 @@ def _branch_criterion(sdg: SDG, facts: _FileFacts, feature: dict, at) -> set[Nod
     return set()
 
 
-def _is_elif(node: ast.If) -> bool:
-    return len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
+def _is_elif(node: ast.If, lines: list[bytes]) -> bool:
+    """Is ``node``'s else arm an ``elif``? The AST makes ``else:`` holding only an ``if`` alike; the
+    source says (``col_offset`` is a byte offset, as ``lines`` are bytes)."""
+    if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
+        return False
+    inner = node.orelse[0]
+    text = lines[inner.lineno - 1] if 0 < inner.lineno <= len(lines) else b""
+    return text[inner.col_offset:].startswith(b"elif")
 
 
 def _own_breaks(loop: ast.AST) -> list[ast.AST]:

@@ -1208,3 +1208,47 @@ def test_overrides_reach_subclasses_the_call_graph_does_not_index(tmp_path):
     rows = check_fidelity(session, root, [["extra", "<p><b>x</b></p>"], ["extra", "plain"], ["none", "<i>y</i>"]],
                           ["main.py:main:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_an_else_arm_holding_only_an_if_is_a_criterion_apart_from_an_elif(tmp_path):
+    """``else:`` whose one statement is an ``if`` parses to the same AST as ``elif``; the instrumentor (on
+    the concrete syntax) counts it as an else arm, so its criterion must be found (Markdown's
+    ``linkText:branch:8`` and pycparser's ``fix_switch_cases:branch:6`` were "no program statement found")."""
+    root = write_program(tmp_path / "arms", {
+        "main.py": '''
+            import sys
+
+
+            def place(text, result, is_text):
+                if result:
+                    return "result"
+                elif not is_text:
+                    return "tail"
+                else:
+                    if text:
+                        return "text"
+                    else:
+                        return "empty"
+
+
+            def classify(words):
+                kinds = []
+                for word in words:
+                    if word.isdigit():
+                        kinds.append(place(word, [], False))
+                    else:
+                        # a comment before the nested if
+                        if word.isupper():
+                            kinds.append(place(word, [], True))
+                        else:
+                            kinds.append(place("", [1], True))
+                return kinds
+
+
+            print(classify(sys.argv[1:]))
+        '''})
+    session = SliceSession(root, "main.py")
+    branches = sorted(f for f in session.features if ":branch:" in f)
+    assert len(branches) == 9
+    rows = check_fidelity(session, root, [["1", "AB", "cd"], ["x"], ["ABC", "DEF", "7"]], branches, cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable" or r.agreed != r.inputs] == []
