@@ -270,11 +270,20 @@ def _span_start(sdg: SDG, node: Node) -> tuple:
 
 
 def _case_at(lines: list[bytes], feature: dict, case: ast.AST) -> bool:
+    """Is ``case`` (an ``ast.match_case``, which has no position of its own) the one whose ``case`` keyword
+    is at the feature's position? Its pattern follows the keyword, maybe after parentheses, line breaks
+    and comments (``case (`` alone on its line, the alternatives on the lines below: pycparser)."""
     line, col = feature["span"][0], feature["span"][1]
     pattern = case.pattern
-    text = lines[line - 1].decode("utf-8", "replace") if 0 < line <= len(lines) else ""
-    after = col + 4 + (len(text[col + 4:]) - len(text[col + 4:].lstrip()))
-    return pattern.lineno == line and _char_col(lines, line, pattern.col_offset) == after
+    if not 0 < line <= pattern.lineno <= len(lines):
+        return False
+    end_col = _char_col(lines, pattern.lineno, pattern.col_offset)
+    between = [lines[n - 1].decode("utf-8", "replace") for n in range(line, pattern.lineno + 1)]
+    between[-1] = between[-1][:end_col]
+    between[0] = between[0][col + 4:] if len(between) > 1 else between[0][col + 4:end_col]
+    if not between[0][:1].isspace() and between[0][:1] not in ("(", ""):
+        return False  # "case" is followed by a separator: "caseX" is no keyword
+    return all(not text.split("#", 1)[0].strip(" \t\r\n(\\") for text in between)
 
 
 # ---------------------------------------------------------------------- the slice artefact

@@ -1252,3 +1252,38 @@ def test_an_else_arm_holding_only_an_if_is_a_criterion_apart_from_an_elif(tmp_pa
     assert len(branches) == 9
     rows = check_fidelity(session, root, [["1", "AB", "cd"], ["x"], ["ABC", "DEF", "7"]], branches, cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable" or r.agreed != r.inputs] == []
+
+
+def test_a_case_whose_pattern_starts_on_a_later_line_is_a_criterion(tmp_path):
+    """pycparser's ``CGenerator._generate_stmt``: ``case (`` alone on its line and the alternatives on the
+    lines below (``ast.match_case`` has no position; its pattern starts after the parenthesis) was "no
+    program statement found"."""
+    root = write_program(tmp_path / "cases", {
+        "main.py": '''
+            import sys
+
+
+            def kind(word):
+                match word:
+                    case (
+                        "a"
+                        | "b"  # a comment among the alternatives
+                    ):
+                        return 1
+                    case (  # a comment after the parenthesis
+                        "c"
+                    ):
+                        return 2
+                    case ("d" | "e"):
+                        return 3
+                    case _:
+                        return 4
+
+
+            print([kind(w) for w in sys.argv[1:]])
+        '''})
+    session = SliceSession(root, "main.py")
+    cases = sorted(f for f in session.features if ":branch:" in f and session.features[f]["detail"] == "case")
+    assert len(cases) == 4
+    rows = check_fidelity(session, root, [["a", "b", "x"], ["c", "d", "e", "c"], []], cases, cwd=root)
+    assert [(r.feature, r.reason, r.agreed) for r in rows if r.status != "sliceable" or r.agreed != r.inputs] == []
