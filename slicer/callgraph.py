@@ -57,7 +57,8 @@ A method call never runs on ``None``, so ``None`` among a receiver's values is i
 Functions passed as values to callees outside the program (``map(f, xs)``, ``sorted(key=obj.m)``,
 ``Thread(target=run)``) are edges from the caller to the function, as in PyCG. Attribute reads of a
 property of a program class are ``kind="property-get"`` sites (edge to the getter), assignments
-``"property-set"`` (the setter), ``del`` ``"property-del"``.
+``"property-set"`` (the setter), ``del`` ``"property-del"``; where the object's class cannot be inferred,
+such a site is unresolved, with no callee of its own (hybrid slicing gives it the accessors profiling saw).
 
 Unresolved calls are kept: a site whose callee expression has values astroid cannot infer is in
 :attr:`CallGraph.unresolved` with the reason, its record has ``resolved=False`` and carries whatever
@@ -642,6 +643,9 @@ class _Builder:
             if accessor is not None:
                 outcome.names.add(self._name_of(accessor))
                 self._bind(accessor, _Binding(attribute if kind == "property-set" else None, 1))
+        if base.incomplete or not base.values:  # no name fallback, but the accessors profiling saw run apply
+            outcome.incomplete = True
+            outcome.reasons.append(f"the object of .{attribute.attrname} ({kind}) is not inferable")
         return outcome
 
     def _resolve_protocol(self, node: Any, kind: str) -> _Outcome:
@@ -1298,9 +1302,9 @@ class _Builder:
         return False
 
     def _record(self, site: _Site) -> CallSite | None:
-        if site.kind.startswith(("property", "protocol")) and not site.callees and \
-                not (site.kind == "protocol-builtin" and site.incomplete):
-            return None
+        if site.kind.startswith(("property", "protocol")) and not site.callees:
+            if not (site.incomplete and (site.kind.startswith("property") or site.kind == "protocol-builtin")):
+                return None  # an unresolved one is kept: what profiling saw it run applies (hybrid slicing)
         if site.kind == "decorator" and not site.callees and not site.incomplete:
             return None
         node = site.node

@@ -274,8 +274,9 @@ def _resolve_calls(sdg: SDG) -> None:
                     how = "static"
                     if not site.resolved:  # what inference missed may be any program code of that name
                         seen = sdg.observed.callees_for(sdg, key, site) if sdg.observed is not None else None
-                        # a builtin's argument of unknown type: no program function named len or next runs
-                        fallback = ([] if site.kind == "protocol-builtin" else
+                        # a builtin's argument or a property's object of unknown type: no by-name fallback
+                        # (no program function named len or next runs; a read of .name may be no property)
+                        fallback = ([] if site.kind == "protocol-builtin" or site.kind.startswith("property") else
                                     [c for c in _by_name(sdg, proc, site) if c not in callees])
                         if seen is None or set(seen) == set(fallback):
                             callees += fallback

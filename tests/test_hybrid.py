@@ -452,3 +452,61 @@ def test_a_builtin_call_on_an_uninferable_object_gets_the_dunders_profiling_saw_
     calls = {c.text: c for p in static.sdg.procs.values() for c in p.calls}
     assert 'next(iter(node.words + [""]))' not in calls and calls["Cursor(argv).next()"].callees
     assert any(s.text == 'next(iter(node.words + [""]))' and not s.resolved for s in static.callgraph.sites)
+
+
+PROPERTY_PROGRAM = '''
+import sys
+
+
+class Group:
+    def __init__(self, tokens):
+        self.tokens = tokens
+
+    @property
+    def groupable(self):
+        kept = []
+        for token in self.tokens:
+            if token != ",":
+                kept.append(token)
+        return kept
+
+
+class Plain:
+    groupable = ["x"]
+
+
+KINDS = {}
+
+
+def register(name, cls):
+    KINDS[name] = cls
+
+
+register("group", Group)
+register("plain", Plain)
+
+
+def main(argv):
+    node = KINDS[argv[0]](argv[1:]) if argv[0] == "group" else KINDS[argv[0]]()
+    print(len(node.groupable))
+
+
+main(sys.argv[1:])
+'''
+
+
+def test_a_property_read_on_an_uninferable_object_gets_the_getters_profiling_saw_it_run(tmp_path):
+    """``tlist._groupable_tokens`` in sqlparse's ``group_where`` (``tlist`` a parameter of a decorated
+    function): the getter's call counter's evaluator counted 0, as its slice had no edge to it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "prog.py").write_text(textwrap.dedent(PROPERTY_PROGRAM).lstrip("\n"))
+    record(sys.executable, src, tmp_path / "calls.json", [["group", "a", ",", "b"], ["plain"]])
+    static = SliceSession(src, "prog.py")
+    hybrid = hybrid_session(static, tmp_path / "calls.json")
+    held_out = [["group", "p", "q", ",", "r"], ["plain"], ["group"]]
+    rows = check_fidelity(hybrid, src, held_out, ["prog.py:Group.groupable:loop:1", "prog.py:Group.groupable:call"],
+                          cwd=src)
+    assert [(r.agreed, r.inputs) for r in rows] == [(3, 3), (3, 3)], [r.mismatches for r in rows]
+    changed = {info["text"]: info for info in hybrid.sdg.observed_sites.values()}
+    assert changed["node.groupable"]["callees"] == ["prog.py:Group.groupable"]
