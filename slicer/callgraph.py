@@ -267,15 +267,21 @@ def _dot_id(name: str) -> str:
 
 
 # ====================================================================== entry point
-def build_call_graph(program: Program, entry: str | os.PathLike[str] | None = None) -> CallGraph:
+def build_call_graph(program: Program, entry: str | os.PathLike[str] | None = None,
+                     also: Iterable[str] = ()) -> CallGraph:
     """Resolve the call sites of ``program`` (all modules, or those ``entry`` imports transitively).
 
-    ``entry`` is a file of the program (relative to its root, or absolute) or a module name. Raises
-    :class:`CallGraphError` if it names nothing the program parsed."""
+    ``entry`` is a file of the program (relative to its root, or absolute) or a module name; ``also``:
+    modules to analyse beside the entry's (with what they import), such as those profiling saw run
+    although no import statement names them (Markdown's extensions, imported by a name built from the
+    command line). Raises :class:`CallGraphError` if ``entry`` names nothing the program parsed."""
     entry_module = _entry_module(program, entry) if entry is not None else None
     with program.astroid_session():
         builder = _Builder(program)
         modules = _import_closure(program, entry_module) if entry_module else set(program.by_module)
+        for extra in sorted(set(also) & set(program.by_module) - modules):
+            if extra not in modules:
+                modules |= _import_closure(program, extra)
         builder.run(modules)
         return builder.result(entry_module)
 
@@ -652,7 +658,8 @@ class _Builder:
         """The program methods a protocol site runs: ``__iter__`` (and ``__next__``) of what a ``for``
         iterates, ``__contains__`` of what ``in`` looks into, ``__len__`` of ``len(x)``...; for ``for`` and
         ``in``, every program method of the name where the receiver's values are not all known (a
-        container class iterated through parameters: sqlparse's token lists). Not for the builtins, which
+        container class iterated through parameters: sqlparse's token lists), and the site is unresolved
+        (hybrid slicing replaces these by what profiling saw, where it saw the statement run). Not for the builtins, which
         programs call on their own lists and strings everywhere: by name, ``len(x)`` would tie every slice
         that measures a list to the one program class with a ``__len__`` (minisearch's index)."""
         outcome = _Outcome()
@@ -672,8 +679,12 @@ class _Builder:
                     if method is not None:
                         outcome.names.add(self._name_of(method))
             if kind in ("protocol-iter", "protocol-contains") and (inferred.incomplete or not inferred.values):
+                # by name, and unresolved: where profiling saw the statement run, what it saw replaces these
                 outcome.names |= {name for name, function in self.functions.items()
                                   if function.kind == "method" and name.rsplit(".", 1)[-1] in dunders}
+                outcome.incomplete = True
+                outcome.reasons.append(f"the class of what {'for iterates' if kind == 'protocol-iter' else 'in looks into'}"
+                                       " is not inferable: every program method of the name")
             elif kind == "protocol-builtin" and (inferred.incomplete or not inferred.values):
                 # no name fallback (see above), but unresolved: the callees profiling saw it reach apply
                 outcome.incomplete = True

@@ -49,20 +49,30 @@ class SliceSession:
                  program: Program | None = None, precision: Precision | None = None) -> None:
         """``observed_calls`` (a path, JSON document or observations.Observations) makes the slices hybrid:
         call sites static inference left unresolved get their observed callees (see observations.py and hybrid.py).
-        ``reuse``: another session of the same program whose program and call graph are shared; ``program``:
+        ``reuse``: another session of the same program whose program and call graph are shared (the call
+        graph is built again if the observations saw modules run that it lacks); ``program``:
         the program already loaded from ``src``; ``precision``: what the SDG may assume (sdg.Precision;
         a reused session's SDG is built again with its own)."""
         self.program = reuse.program if reuse is not None else program if program is not None else Program.load(src)
         self.entry = entry
         started = time.perf_counter()
         try:
-            self.callgraph = (reuse.callgraph if reuse is not None
-                              else build_call_graph(self.program, entry_path(self.program, entry)))
             self.observed_calls = None
             if observed_calls is not None:
                 from .observations import Observations
 
                 self.observed_calls = Observations.coerce(observed_calls)
+            # modules that ran although no import names them (plugins imported by a computed name): their
+            # call sites are analysed too, or a callee profiling saw run would call nothing in the SDG
+            ran = [] if self.observed_calls is None else sorted(
+                self.program.by_path[f].modname for f in self.observed_calls.files_run()
+                if f in self.program.by_path and self.program.by_path[f].modname)
+            covered = set() if reuse is None else {
+                f.file for f in reuse.callgraph.functions.values() if f.kind == "module"}
+            if reuse is not None and all(self.program.by_module[m].path in covered for m in ran):
+                self.callgraph = reuse.callgraph
+            else:
+                self.callgraph = build_call_graph(self.program, entry_path(self.program, entry), also=ran)
             self.sdg = build_sdg(self.program, self.callgraph, self.observed_calls, precision)
         except RecursionError:
             path, depth = self.program.deepest_file()

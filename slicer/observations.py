@@ -122,6 +122,10 @@ class Observations:
             found = replace(found, unreached=unreached)
         return found
 
+    def files_run(self) -> set[str]:
+        """The program files whose code ran in the observed runs (relative to the program root)."""
+        return {code[0] for code in self.started} | {code[0] for callees in self.calls.values() for code in callees}
+
     def observed_argv(self) -> list[list[str]]:
         """The program arguments of every run that contributed observations."""
         return [list(r.get("argv", [])) for r in self.runs]
@@ -148,6 +152,25 @@ class Observations:
         return found
 
 
+    def protocol_callees_for(self, sdg, proc_key: tuple[str, str], site,
+                             statement: tuple[int, int, int, int]) -> list[tuple[str, str]] | None:
+        """Program callees of an unresolved protocol site (``for x in y``, ``a in b``, whose class inference
+        could not name) according to the observations: the ``__iter__`` / ``__contains__`` methods seen
+        called from it or from its ``statement`` (the enclosing statement's span: the recorder puts a
+        ``for``'s implicit call there), none if the statement ran without one (a call inside it ran: the
+        iterable was a list), or None when nothing is known (the statement never ran, the file changed)."""
+        bound = _bind(self, sdg)
+        if proc_key[0] in bound.stale:
+            return None
+        keys = [(site.file, site.line, site.col, site.end_line, site.end_col), (site.file, *statement)]
+        found = sorted({c for key in keys for c in bound.calls.get(key, ())})
+        if found:
+            return found
+        start, end = statement[:2], statement[2:]
+        ran = any(start <= key[1:3] and key[3:5] <= end for key in bound.by_file.get(site.file, ()))
+        return [] if ran else None
+
+
 @dataclass
 class _Bound:
     calls: dict[SiteKey, list[tuple[str, str]]]
@@ -156,6 +179,7 @@ class _Bound:
     uncreated: set[tuple[str, str]]
     stale: set[str]
     call_nodes: dict[str, dict[tuple[int, int, int, int], ast.Call]] = field(default_factory=dict)
+    by_file: dict[str, list[SiteKey]] = field(default_factory=dict)  # sites that ran a call, per file
 
 
 def _ran(sdg, bound: _Bound, key: tuple[str, str]) -> bool:
@@ -218,6 +242,8 @@ def _bind(obs: Observations, sdg) -> _Bound:
     ran = {k for c in obs.started for k in keys(c)}
     uncreated = {k for c in obs.uncreated for k in keys(c)}
     bound = _Bound(calls, reached, ran, uncreated, stale)
+    for site in reached | set(calls):
+        bound.by_file.setdefault(site[0], []).append(site)
     sdg.__dict__["_observed_bound"] = (obs, bound)
     return bound
 

@@ -272,12 +272,18 @@ def _resolve_calls(sdg: SDG) -> None:
                 if _vertex_contains(proc, vertex, site.line, site.col):
                     callees = callee_keys(sdg, site.callees)
                     how = "static"
-                    if not site.resolved:  # what inference missed may be any program code of that name
+                    if not site.resolved and site.kind in ("protocol-iter", "protocol-contains"):
+                        # the call graph's callees are every __iter__ (__contains__) by name: a fallback
+                        fallback, callees = callees, []
+                        seen = (sdg.observed.protocol_callees_for(sdg, key, site, _statement_span(proc, site))
+                                if sdg.observed is not None else None)
+                    elif not site.resolved:  # what inference missed may be any program code of that name
                         seen = sdg.observed.callees_for(sdg, key, site) if sdg.observed is not None else None
                         # a builtin's argument or a property's object of unknown type: no by-name fallback
                         # (no program function named len or next runs; a read of .name may be no property)
                         fallback = ([] if site.kind == "protocol-builtin" or site.kind.startswith("property") else
                                     [c for c in _by_name(sdg, proc, site) if c not in callees])
+                    if not site.resolved:
                         if seen is None or set(seen) == set(fallback):
                             callees += fallback
                             how = "name-fallback"
@@ -384,7 +390,10 @@ def loadable_files(sdg: SDG) -> set[str] | None:
     with the packages above it); None (every module) when there is no entry module or a loaded module
     may load modules by name (``importlib.import_module``, ``__import__``, ``exec``, ``runpy``, entry
     points...). A module outside this set never runs, so its statements define nothing the program reads
-    (a second script in the program's folder, a package's unused command-line module)."""
+    (a second script in the program's folder, a package's unused command-line module). With observed
+    calls (hybrid slicing), a program that loads modules by name may load what their import statements
+    name and the modules profiling saw run or a string constant spells out (with what those import):
+    a module loaded by name on an input no observed run had may be missing, which fidelity checks catch."""
     cached = sdg.__dict__.get("_loadable_files", False)
     if cached is not False:
         return cached
@@ -393,7 +402,13 @@ def loadable_files(sdg: SDG) -> set[str] | None:
     found = None
     if entry is not None and entry in module_of:
         parts = entry.split(".")  # the packages above the entry load first
-        found = _module_closure(sdg, [".".join(parts[: n + 1]) for n in range(len(parts))], module_of, _every_import)
+        roots = [".".join(parts[: n + 1]) for n in range(len(parts))]
+        found = _module_closure(sdg, roots, module_of, _every_import)
+        if found is None and sdg.observed is not None:
+            by_path = {path: name for name, path in module_of.items()}
+            roots += [by_path[f] for f in sorted(sdg.observed.files_run()) if f in by_path]
+            roots += _modules_named_in_constants(sdg, module_of)
+            found = _module_closure(sdg, roots, module_of, _static_imports)
     files = None if found is None else {module_of[m] for m in found if m in module_of}
     sdg.__dict__["_loadable_files"] = files
     return files
@@ -408,6 +423,11 @@ def _every_import(source: SourceFile) -> list[ast.Import | ast.ImportFrom] | Non
         elif isinstance(node, ast.Call) and _called_name(node.func) in DYNAMIC_LOADERS:
             return None
     return found
+
+
+def _static_imports(source: SourceFile) -> list[ast.Import | ast.ImportFrom]:
+    """Every ``import`` statement of a module, wherever it is (what it loads by name aside)."""
+    return [node for node in ast.walk(source.tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def _called_name(func: ast.expr) -> str | None:
@@ -569,6 +589,19 @@ def _decorated_targets(sdg: SDG, proc: Procedure, site) -> list[ProcKey]:
         methods = [(target[0], f"{target[1]}.{name}") for name in ("__new__", "__init__", "__post_init__")]
         return [m for m in methods if m in sdg.procs]
     return [target]
+
+
+def _statement_span(proc: Procedure, site) -> tuple[int, int, int, int]:
+    """(line, col, end line, end col) of the innermost statement holding a site (the site's own span if
+    none does), through a per-file list of statement spans."""
+    spans = proc.source.__dict__.get("_statement_spans")
+    if spans is None:
+        spans = proc.source.__dict__["_statement_spans"] = sorted(
+            (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) for n in ast.walk(proc.source.tree)
+            if isinstance(n, ast.stmt))
+    where = (site.line, site.col, site.end_line, site.end_col)
+    holding = [s for s in spans if s[:2] <= where[:2] and where[2:] <= s[2:]]
+    return min(holding, key=lambda s: (s[2] - s[0], s[3] - s[1]), default=where)
 
 
 def _call_node(proc: Procedure, site) -> ast.Call | None:

@@ -510,3 +510,122 @@ def test_a_property_read_on_an_uninferable_object_gets_the_getters_profiling_saw
     assert [(r.agreed, r.inputs) for r in rows] == [(3, 3), (3, 3)], [r.mismatches for r in rows]
     changed = {info["text"]: info for info in hybrid.sdg.observed_sites.values()}
     assert changed["node.groupable"]["callees"] == ["prog.py:Group.groupable"]
+
+
+# A host that loads its plugins by a name built from the command line (Markdown's extensions), runs
+# them through a registry it iterates (Markdown's Registry.__iter__), and a command-line module no
+# run imports (Markdown's __main__.py, whose module-level ``def run`` writes an attribute named run).
+PLUGIN_HOST = {
+    "host/__init__.py": "",
+    "host/registry.py": '''
+        class Registry:
+            def __init__(self):
+                self.items = []
+
+            def register(self, item):
+                self.items.append(item)
+
+            def __iter__(self):
+                return iter(sorted(self.items, key=lambda item: item.priority))
+        ''',
+    "host/core.py": '''
+        import importlib
+
+        from host.registry import Registry
+
+
+        class Host:
+            def __init__(self, names):
+                self.plugins = Registry()
+                for name in names:
+                    importlib.import_module("host.plugins." + name).install(self)
+
+            def convert(self, text):
+                for plugin in self.plugins:
+                    text = plugin.run(text)
+                return text
+        ''',
+    "host/__main__.py": '''
+        import sys
+
+        from host.core import Host
+
+
+        def run():
+            print(Host(sys.argv[1:]).convert(sys.stdin.read()))
+
+
+        run()
+        ''',
+    "host/plugins/__init__.py": "",
+    "host/plugins/shout.py": '''
+        def words(text):
+            found = []
+            for word in text.split():
+                found.append(word.upper())
+            return found
+
+
+        class Shout:
+            priority = 1
+
+            def run(self, text):
+                return " ".join(words(text))
+
+
+        def install(host):
+            host.plugins.register(Shout())
+        ''',
+    "host/plugins/count.py": '''
+        class Count:
+            priority = 2
+
+            def run(self, text):
+                return f"{len(text)}: {text}"
+
+
+        def install(host):
+            host.plugins.register(Count())
+        ''',
+    "prog.py": '''
+        import sys
+
+        from host.core import Host
+
+
+        def main(argv):
+            names, files = argv[0].split(","), argv[1:]
+            host = Host([n for n in names if n])
+            for name in files:
+                print(host.convert(name))
+
+
+        main(sys.argv[1:])
+        ''',
+}
+
+
+def test_plugins_loaded_by_a_computed_name_are_analysed_where_profiling_saw_them_run(tmp_path):
+    """Markdown's extensions: a module imported by a name built from the command line is outside the
+    entry's import closure, so the call graph had none of its call sites, and a counter of a function its
+    code calls (``toc.nest_toc_tokens``) was sliced to its own body (evaluator 0). Its modules are analysed
+    where the observations saw them run. A loop over the command line's list keeps no plugin: its
+    ``for`` ran without a program ``__iter__`` (by name, every ``__iter__`` of the program: the registry's,
+    and through it everything that converts), and the never-imported ``__main__`` writes nothing."""
+    src = tmp_path / "src"
+    for rel, text in PLUGIN_HOST.items():
+        path = src / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    record(sys.executable, src, tmp_path / "calls.json", [["shout,count", "a b", "c"], ["count", "x"]])
+    static = SliceSession(src, "prog.py")
+    hybrid = hybrid_session(static, tmp_path / "calls.json")
+    held_out = [["shout", "p q r", "s"], ["count,shout", "one two"], ["", "z"]]
+    loop = "host/plugins/shout.py:words:loop:1"
+    rows = check_fidelity(hybrid, src, held_out, [loop, "prog.py:main:loop:2"], cwd=src)
+    assert [(r.agreed, r.inputs) for r in rows] == [(3, 3), (3, 3)], [r.mismatches for r in rows]
+    files_loop = hybrid.slice("prog.py:main:loop:2")
+    assert set(files_loop.kept) == {"prog.py"}, files_loop.kept
+    assert "host/__main__.py" not in hybrid.slice(loop).kept
+    assert any(f.file == "host/plugins/shout.py" for f in hybrid.callgraph.functions.values())
+    assert not any(f.file == "host/plugins/shout.py" for f in static.callgraph.functions.values())
