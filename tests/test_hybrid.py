@@ -23,6 +23,7 @@ from mantispy.standalone_runtime import standalone_runtime_dir
 from tests.helpers import MANTISPY, REPO
 from tests.test_python_versions import interpreter
 from tests.test_slicing import kept_lines, line_of
+from tests.test_slicing import write_program as write_files
 
 # A class taken from a dict filled at run time and a function looked up by a computed name: the static
 # call graph resolves neither ``obj.process(...)`` (its fallback: every ``process`` of the program) nor
@@ -369,9 +370,28 @@ def test_build_observations_match_a_run_of_the_source(tmp_path):
     assert mapped["files"] == direct["files"]
 
 
+def hybrid_sessions(tmp_path: Path, files: dict[str, str], train: list[list[str]]):
+    """A program written under ``tmp_path/src``, its calls observed on ``train``, its static and hybrid
+    sessions."""
+    src = write_files(tmp_path / "src", files)
+    record(sys.executable, src, tmp_path / "calls.json", train)
+    static = SliceSession(src, "prog.py")
+    return src, static, hybrid_session(static, tmp_path / "calls.json")
+
+
 # ``str(node)`` on an object of a class taken from a dict filled at run time: inference cannot say which
 # ``__str__`` runs, and a builtin gets no by-name fallback (``len(x)`` would tie every slice measuring a
 # list to the program's one ``__len__``). sqlparse's ``str(stmt)`` is such a call.
+# A class table filled at run time: inference cannot say which class ``KINDS[name]`` holds.
+RUN_TIME_TABLE = '''
+KINDS = {}
+
+
+def register(name, cls):
+    KINDS[name] = cls
+'''
+
+
 STR_PROGRAM = '''
 import sys
 
@@ -408,13 +428,7 @@ class Cursor:
         for item in self.items:
             return item
 
-
-KINDS = {}
-
-
-def register(name, cls):
-    KINDS[name] = cls
-
+''' + RUN_TIME_TABLE + '''
 
 register("plain", Words)
 register("shout", Shout)
@@ -434,12 +448,7 @@ def test_a_builtin_call_on_an_uninferable_object_gets_the_dunders_profiling_saw_
     the hybrid slice of that method's loop must keep the call, or its evaluator counts nothing (sqlparse's
     ``TokenList.__str__:loop:1`` counted 0 on every input). ``len(argv)`` called no program code: no
     callee. Nor has ``next(...)`` one in the static slice: a method named ``next`` is no ``__next__``."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "prog.py").write_text(textwrap.dedent(STR_PROGRAM).lstrip("\n"))
-    record(sys.executable, src, tmp_path / "calls.json", [["plain", "a b c"], ["shout", "x y"]])
-    static = SliceSession(src, "prog.py")
-    hybrid = hybrid_session(static, tmp_path / "calls.json")
+    src, static, hybrid = hybrid_sessions(tmp_path, {"prog.py": STR_PROGRAM}, [["plain", "a b c"], ["shout", "x y"]])
     loop = "prog.py:Words.__str__:loop:1"
     held_out = [["plain", "one two three four"], ["shout", "p q r"], ["plain", ""]]
     row, = check_fidelity(hybrid, src, held_out, [loop], cwd=src)
@@ -474,13 +483,7 @@ class Group:
 class Plain:
     groupable = ["x"]
 
-
-KINDS = {}
-
-
-def register(name, cls):
-    KINDS[name] = cls
-
+''' + RUN_TIME_TABLE + '''
 
 register("group", Group)
 register("plain", Plain)
@@ -498,12 +501,7 @@ main(sys.argv[1:])
 def test_a_property_read_on_an_uninferable_object_gets_the_getters_profiling_saw_it_run(tmp_path):
     """``tlist._groupable_tokens`` in sqlparse's ``group_where`` (``tlist`` a parameter of a decorated
     function): the getter's call counter's evaluator counted 0, as its slice had no edge to it."""
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "prog.py").write_text(textwrap.dedent(PROPERTY_PROGRAM).lstrip("\n"))
-    record(sys.executable, src, tmp_path / "calls.json", [["group", "a", ",", "b"], ["plain"]])
-    static = SliceSession(src, "prog.py")
-    hybrid = hybrid_session(static, tmp_path / "calls.json")
+    src, static, hybrid = hybrid_sessions(tmp_path, {"prog.py": PROPERTY_PROGRAM}, [["group", "a", ",", "b"], ["plain"]])
     held_out = [["group", "p", "q", ",", "r"], ["plain"], ["group"]]
     rows = check_fidelity(hybrid, src, held_out, ["prog.py:Group.groupable:loop:1", "prog.py:Group.groupable:call"],
                           cwd=src)
@@ -612,14 +610,7 @@ def test_plugins_loaded_by_a_computed_name_are_analysed_where_profiling_saw_them
     where the observations saw them run. A loop over the command line's list keeps no plugin: its
     ``for`` ran without a program ``__iter__`` (by name, every ``__iter__`` of the program: the registry's,
     and through it everything that converts), and the never-imported ``__main__`` writes nothing."""
-    src = tmp_path / "src"
-    for rel, text in PLUGIN_HOST.items():
-        path = src / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    record(sys.executable, src, tmp_path / "calls.json", [["shout,count", "a b", "c"], ["count", "x"]])
-    static = SliceSession(src, "prog.py")
-    hybrid = hybrid_session(static, tmp_path / "calls.json")
+    src, static, hybrid = hybrid_sessions(tmp_path, PLUGIN_HOST, [["shout,count", "a b", "c"], ["count", "x"]])
     held_out = [["shout", "p q r", "s"], ["count,shout", "one two"], ["", "z"]]
     loop = "host/plugins/shout.py:words:loop:1"
     rows = check_fidelity(hybrid, src, held_out, [loop, "prog.py:main:loop:2"], cwd=src)
