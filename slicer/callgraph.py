@@ -67,9 +67,10 @@ callees were found (a partly resolved site). The protocol calls the language mak
 ``__next__`` run; ``kind="protocol-contains"``: ``a in b``, which runs ``b.__contains__``;
 ``kind="protocol-builtin"``: ``len(x)``, ``iter(x)``, ``next(x)``, ``str(x)``, ``repr(x)``), when the program
 defines such a method: to the method of the inferred receiver's class, or, for ``for`` and ``in`` where the
-receiver cannot be inferred, to every program method of that name (the site counts as resolved: builtins'
-methods are outside the program). A builtin call on an uninferable receiver gets no program callee and is
-unresolved, so that hybrid slicing gives it the methods profiling saw it run (sqlparse's ``str(stmt)``). Not modelled: implicit dunder calls of operators, ``with``, formatting and
+receiver cannot be inferred, to every program method of that name, the site left unresolved (hybrid slicing
+replaces them by what profiling saw where it saw the statement run). A builtin call on an uninferable
+receiver gets no program callee and is unresolved, so that hybrid slicing gives it the methods profiling
+saw it run (sqlparse's ``str(stmt)``). Not modelled: implicit dunder calls of operators, ``with``, formatting and
 comparisons on program classes, metaclass ``__call__``, class decorators' return values, ``eval``/``exec``/``getattr``
 with computed names and imports by computed name.
 

@@ -151,7 +151,6 @@ class Observations:
             found += [c for c in sorted(bound.uncreated) if c not in found and _short_name(c[1]) == name]
         return found
 
-
     def protocol_callees_for(self, sdg, proc_key: tuple[str, str], site,
                              statement: tuple[int, int, int, int]) -> list[tuple[str, str]] | None:
         """Program callees of an unresolved protocol site (``for x in y``, ``a in b``, whose class inference
