@@ -65,12 +65,13 @@ Unresolved calls are kept: a site whose callee expression has values astroid can
 callees were found (a partly resolved site). The protocol calls the language makes itself are sites too
 (``kind="protocol-iter"``: a ``for`` or comprehension iterable, whose ``__iter__`` and, on the same class,
 ``__next__`` run; ``kind="protocol-contains"``: ``a in b``, which runs ``b.__contains__``;
-``kind="protocol-builtin"``: ``len(x)``, ``iter(x)``, ``next(x)``, ``str(x)``, ``repr(x)``), when the program
+``kind="protocol-builtin"``: ``len(x)``, ``iter(x)``, ``next(x)``, ``str(x)``, ``repr(x)``; ``kind="protocol-subscript"``:
+``x[i]``, ``x[i] = v``, ``del x[i]``, which run ``__getitem__``, ``__setitem__``, ``__delitem__``), when the program
 defines such a method: to the method of the inferred receiver's class, or, for ``for`` and ``in`` where the
 receiver cannot be inferred, to every program method of that name, the site left unresolved (hybrid slicing
-replaces them by what profiling saw where it saw the statement run). A builtin call on an uninferable
-receiver gets no program callee and is unresolved, so that hybrid slicing gives it the methods profiling
-saw it run (sqlparse's ``str(stmt)``). Not modelled: implicit dunder calls of operators, ``with``, formatting and
+replaces them by what profiling saw where it saw the statement run). A builtin call or a subscript on an
+uninferable receiver gets no program callee and is unresolved, so that hybrid slicing gives it the methods
+profiling saw it run (sqlparse's ``str(stmt)``, ``tlist[0]``). Not modelled: implicit dunder calls of operators, ``with``, formatting and
 comparisons on program classes, metaclass ``__call__``, class decorators' return values, ``eval``/``exec``/``getattr``
 with computed names and imports by computed name.
 
@@ -491,6 +492,8 @@ class _Builder:
             elif isinstance(node, nodes.Call) and isinstance(node.func, nodes.Name) and len(node.args) == 1 and \
                     BUILTIN_PROTOCOLS.get(node.func.name) in self.protocol_methods:
                 new.append(_Site("protocol-builtin", node, owner, source))
+            elif isinstance(node, nodes.Subscript) and set(_subscript_dunders(node)) & self.protocol_methods:
+                new.append(_Site("protocol-subscript", node, owner, source))
             if isinstance(node, nodes.Lambda) and not isinstance(node, nodes.FunctionDef):
                 counters[prefix] += 1
                 name = f"{prefix}.<lambda{counters[prefix]}>"
@@ -668,6 +671,8 @@ class _Builder:
             dunders, receivers = ("__iter__", "__next__"), [node]
         elif kind == "protocol-builtin":
             dunders, receivers = (BUILTIN_PROTOCOLS[node.func.name],), [node.args[0]]
+        elif kind == "protocol-subscript":
+            dunders, receivers = _subscript_dunders(node), [node.value]
         else:
             dunders, receivers = ("__contains__",), [right for op, right in node.ops if op in ("in", "not in")]
         for receiver in receivers:
@@ -690,6 +695,10 @@ class _Builder:
                 # no name fallback (see above), but unresolved: the callees profiling saw it reach apply
                 outcome.incomplete = True
                 outcome.reasons.append(f"the argument of {node.func.name}() is not inferable")
+            elif kind == "protocol-subscript" and (inferred.incomplete or not inferred.values):
+                # no name fallback either: programs index their own lists and dicts everywhere
+                outcome.incomplete = True
+                outcome.reasons.append("the class of the object indexed is not inferable")
         return outcome
 
     def _protocol_method(self, cls: Any, dunder: str) -> Any | None:
@@ -1315,7 +1324,7 @@ class _Builder:
 
     def _record(self, site: _Site) -> CallSite | None:
         if site.kind.startswith(("property", "protocol")) and not site.callees:
-            if not (site.incomplete and (site.kind.startswith("property") or site.kind == "protocol-builtin")):
+            if not (site.incomplete and (site.kind.startswith("property") or site.kind in NO_FALLBACK_PROTOCOLS)):
                 return None  # an unresolved one is kept: what profiling saw it run applies (hybrid slicing)
         if site.kind == "decorator" and not site.callees and not site.incomplete:
             return None
@@ -1441,7 +1450,22 @@ def _accessor_kind(func: Any) -> str | None | bool:
 
 
 BUILTIN_PROTOCOLS = {"len": "__len__", "iter": "__iter__", "next": "__next__", "str": "__str__", "repr": "__repr__"}
-PROTOCOL_DUNDERS = ("__iter__", "__next__", "__contains__", "__len__", "__str__", "__repr__")
+PROTOCOL_DUNDERS = ("__iter__", "__next__", "__contains__", "__len__", "__str__", "__repr__", "__getitem__",
+                    "__setitem__", "__delitem__")
+NO_FALLBACK_PROTOCOLS = ("protocol-builtin", "protocol-subscript")  # unresolved: no program method by name
+
+
+def _subscript_dunders(node: Any) -> tuple[str, ...]:
+    """The methods ``x[i]`` calls on ``x``: ``__getitem__`` when read, ``__setitem__`` when assigned (both
+    for ``x[i] += 1``), ``__delitem__`` in ``del x[i]``."""
+    from astroid import nodes
+    from astroid.const import Context
+
+    if node.ctx == Context.Del:
+        return ("__delitem__",)
+    if node.ctx == Context.Store:
+        return ("__getitem__", "__setitem__") if isinstance(node.parent, nodes.AugAssign) else ("__setitem__",)
+    return ("__getitem__",)
 
 
 def _protocol_methods(program: Program) -> set[str]:

@@ -36,7 +36,7 @@ from typing import Any
 
 import networkx as nx
 
-from .callgraph import CallGraph
+from .callgraph import NO_FALLBACK_PROTOCOLS, CallGraph
 from .cfg import build_cfg, collect_units, iter_units
 from .dataflow import (
     ANY,
@@ -257,7 +257,7 @@ def _resolve_calls(sdg: SDG) -> None:
     sites = defaultdict(list)
     for site in sdg.callgraph.sites:
         if site.kind in ("call", "decorator", "property-get", "property-set", "property-del", "protocol-iter",
-                         "protocol-contains", "protocol-builtin"):
+                         "protocol-contains", "protocol-builtin", "protocol-subscript"):
             sites[site.file].append(site)
     module_of = {f.modname: f.path for f in sdg.program.files}
     startup, maybe_startup = _startup_modules(sdg, module_of)
@@ -281,7 +281,7 @@ def _resolve_calls(sdg: SDG) -> None:
                         seen = sdg.observed.callees_for(sdg, key, site) if sdg.observed is not None else None
                         # a builtin's argument or a property's object of unknown type: no by-name fallback
                         # (no program function named len or next runs; a read of .name may be no property)
-                        fallback = ([] if site.kind == "protocol-builtin" or site.kind.startswith("property") else
+                        fallback = ([] if site.kind in NO_FALLBACK_PROTOCOLS or site.kind.startswith("property") else
                                     [c for c in _by_name(sdg, proc, site) if c not in callees])
                     if not site.resolved:
                         if seen is None or set(seen) == set(fallback):

@@ -370,11 +370,17 @@ def test_build_observations_match_a_run_of_the_source(tmp_path):
     assert mapped["files"] == direct["files"]
 
 
-def hybrid_sessions(tmp_path: Path, files: dict[str, str], train: list[list[str]]):
-    """A program written under ``tmp_path/src``, its calls observed on ``train``, its static and hybrid
-    sessions."""
+def hybrid_sessions(tmp_path: Path, files: dict[str, str], train: list[list[str]], version: str | None = None):
+    """A program written under ``tmp_path/src``, its calls observed on ``train`` (by CPython ``version``
+    from pyenv if given, the test is skipped where there is none), its static and hybrid sessions."""
     src = write_files(tmp_path / "src", files)
-    record(sys.executable, src, tmp_path / "calls.json", train)
+    python, runtime = sys.executable, None
+    if version is not None and sys.version_info[:2] != tuple(map(int, version.split("."))):
+        python = interpreter(version)
+        if python is None:
+            pytest.skip(f"no CPython {version} under pyenv")
+        runtime = standalone_runtime_dir(tmp_path / "rt")  # mantispy is not installed there
+    record(python, src, tmp_path / "calls.json", train, runtime)
     static = SliceSession(src, "prog.py")
     return src, static, hybrid_session(static, tmp_path / "calls.json")
 
@@ -620,3 +626,63 @@ def test_plugins_loaded_by_a_computed_name_are_analysed_where_profiling_saw_them
     assert "host/__main__.py" not in hybrid.slice(loop).kept
     assert any(f.file == "host/plugins/shout.py" for f in hybrid.callgraph.functions.values())
     assert not any(f.file == "host/plugins/shout.py" for f in static.callgraph.functions.values())
+
+
+SUBSCRIPT_PROGRAM = '''
+import sys
+
+
+class Tokens:
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __getitem__(self, index):
+        return self.items[index]
+
+    def __setitem__(self, index, value):
+        self.items[index] = value
+
+''' + RUN_TIME_TABLE + '''
+
+register("tokens", Tokens)
+
+
+def first_letter(group, i):
+    return group[i][:1]
+
+
+def main(argv):
+    local = Tokens(argv)
+    local[0] = local[0].upper()
+    group = KINDS[argv[0]](argv[1:])
+    letters = ""
+    for i in range(len(argv) - 1):
+        letters += first_letter(group, i)
+    print(local.items[0], letters, argv[1:][:1])
+
+
+main(sys.argv[1:])
+'''
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_a_subscript_runs_the_getitem_and_setitem_of_the_class_indexed(tmp_path, version):
+    """``tlist[0]`` runs ``TokenList.__getitem__`` in sqlparse: a counter of its calls had a slice with
+    no statement that indexes a token list (evaluator 0). A subscript on an inferable object calls its
+    class's ``__getitem__`` (``__setitem__`` when assigned); on a parameter of unknown class it is
+    unresolved, with no callee by name (programs index their lists everywhere), and hybrid slicing gives
+    it the methods profiling saw it run: the recorder of each version puts the call at the subscript."""
+    src, static, hybrid = hybrid_sessions(tmp_path, {"prog.py": SUBSCRIPT_PROGRAM}, [["tokens", "ab", "c"]], version)
+    sites = {(s.text, s.kind): s for s in static.callgraph.sites if s.kind == "protocol-subscript"}
+    assert sites[("local[0]", "protocol-subscript")].callees
+    stored = [s for s in static.callgraph.sites if s.kind == "protocol-subscript" and s.text == "local[0]"]
+    assert sorted(c for s in stored for c in s.callees) == ["prog.Tokens.__getitem__", "prog.Tokens.__setitem__"]
+    group = sites[("group[i]", "protocol-subscript")]
+    assert not group.resolved and not group.callees
+    assert not any(s.text in ("self.items[index]", "argv[1:]") for s in static.callgraph.sites)
+    held_out = [["tokens", "one", "two", "three"], ["tokens"], ["tokens", "x"]]
+    getitem, setitem = "prog.py:Tokens.__getitem__:call", "prog.py:Tokens.__setitem__:call"
+    rows = check_fidelity(hybrid, src, held_out, [getitem, setitem], cwd=src)
+    assert [(r.agreed, r.inputs) for r in rows] == [(3, 3), (3, 3)], [r.mismatches for r in rows]
+    changed = {info["text"]: info for info in hybrid.sdg.observed_sites.values()}
+    assert changed["group[i]"]["callees"] == ["prog.py:Tokens.__getitem__"]
