@@ -13,10 +13,12 @@ the program's own files (those under its root folder), once per pair:
   ``co_firstlineno``: the first decorator's line for a decorated def).
 
 Generators and coroutines start running long after the call that created them (at the first
-``next()``), so their pairs come from ``sys.monitoring`` CALL events (3.12+: the callable of every
-call in the program's code is looked at); code of that kind that started although no call of the
+``next()``), so their creation pairs come from ``sys.monitoring`` CALL events (3.12+: the callable of
+every call in the program's code is looked at); code of that kind that started although no call of the
 program's code was seen creating it (always on 3.11, where the profiler hook cannot see the creation)
-is listed under ``uncreated``. Every program code object that ran at all is listed under ``started``.
+is listed under ``uncreated``. Each instruction that starts or resumes one (its consumer's ``for``,
+``next()``, ``list()``, ``await``) is a call site of it too: the body runs there (PY_RESUME events on
+3.12+, every "call" event of the generator's frame on 3.11). Every program code object that ran at all is listed under ``started``.
 
 Python 3.12+ uses ``sys.monitoring`` (PY_START and CALL events under a free tool id; locations in
 code outside the program are disabled on their first event); 3.11 uses ``sys.setprofile`` and
@@ -111,10 +113,9 @@ class Recorder:
         if entry[1] is None:
             return
         self.started.add(id(code))
-        flags = code.co_flags
-        if flags & _GENERATOR_LIKE or not flags & _NEWLOCALS:
-            return  # a generator is resumed by its consumer; a module or class body is not called
-        caller = frame.f_back
+        if not code.co_flags & _NEWLOCALS:
+            return  # a module or class body is not called
+        caller = frame.f_back  # for a generator (started or resumed: this event comes each time), its consumer
         if caller is None:
             return
         ccode = caller.f_code
@@ -129,16 +130,32 @@ class Recorder:
         if entry[1] is None:
             return _DISABLE  # code outside the program never becomes a callee we record
         self.started.add(id(code))
-        flags = code.co_flags
-        if flags & _GENERATOR_LIKE or not flags & _NEWLOCALS:
-            return None  # a generator is resumed by its consumer (_call sees its creation); a class body
-        caller = sys._getframe(1).f_back  # frame 1 is the callee's own frame
+        if not code.co_flags & _NEWLOCALS:
+            return None  # a module or class body
+        caller = sys._getframe(1).f_back  # frame 1 is the callee's own frame; a generator's: its consumer
         if caller is None:
             return None
         ccode = caller.f_code
         centry = self._where.get(id(ccode)) or self._learn(ccode)
         if centry[1] is not None:
             self.pairs.add((id(ccode), caller.f_lasti, id(code)))
+            self.reached.add((id(ccode), caller.f_lasti))
+        return None
+
+    def _py_resume(self, code, offset):
+        """A generator or coroutine resumed: its consumer's instruction runs its body (``for x in gen``,
+        ``next(gen)``, ``list(gen)``), a pair as much as the one that created it."""
+        entry = self._where.get(id(code)) or self._learn(code)
+        if entry[1] is None:
+            return _DISABLE
+        caller = sys._getframe(1).f_back
+        if caller is None:
+            return None
+        ccode = caller.f_code
+        centry = self._where.get(id(ccode)) or self._learn(ccode)
+        if centry[1] is not None:
+            self.pairs.add((id(ccode), caller.f_lasti, id(code)))
+            self.reached.add((id(ccode), caller.f_lasti))
         return None
 
     def _call(self, code, offset, callable_, arg0):
@@ -181,7 +198,8 @@ class Recorder:
             events = monitoring.events
             monitoring.register_callback(self.tool, events.PY_START, self._py_start)
             monitoring.register_callback(self.tool, events.CALL, self._call)
-            monitoring.set_events(self.tool, events.PY_START | events.CALL)
+            monitoring.register_callback(self.tool, events.PY_RESUME, self._py_resume)
+            monitoring.set_events(self.tool, events.PY_START | events.PY_RESUME | events.CALL)
         else:
             threading.setprofile(self._profile)
             sys.setprofile(self._profile)
@@ -196,6 +214,7 @@ class Recorder:
             monitoring.set_events(self.tool, 0)
             monitoring.register_callback(self.tool, monitoring.events.PY_START, None)
             monitoring.register_callback(self.tool, monitoring.events.CALL, None)
+            monitoring.register_callback(self.tool, monitoring.events.PY_RESUME, None)
             monitoring.free_tool_id(self.tool)
         else:
             sys.setprofile(None)

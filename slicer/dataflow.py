@@ -26,8 +26,10 @@ Soundness limits (documented, and caught by the slicer's fidelity check, which m
 unsliceable rather than trust a wrong slice): aliasing is tracked only within a unit and only from a
 variable to what it was taken from (``ys = xs``, ``starts, ends = closers[tag]``, ``for g in groups``: a
 mutation through the first is one of the second, see :func:`_container_aliases`), or to what a program
-function it called hands back a part of (``last = self.last_token()`` returning ``self.tokens[-1]``), not
-through fields; ``getattr``/``object.__getattribute__`` with a
+function it called hands back a part of (``last = self.last_token()`` returning ``self.tokens[-1]``), and
+from a variable to the field or container it was stored into whole (``node.value = value``, or passed to a
+program callee that stores it so: ``SequenceNode(tag, value)``) or to the values a generator yields
+(``yield data``), not through fields otherwise; ``getattr``/``object.__getattribute__`` with a
 computed name read the import-time fields (methods, class attributes) whose names start with the name's
 constant part (``"parse_" + kind``; any field when there is none), but not fields set at run time;
 ``globals()``/``locals()``/``vars()`` writes, ``exec``/``eval`` are not modelled; code outside the
@@ -488,12 +490,13 @@ def _innermost(unit: CodeUnit, node: ast.AST) -> CodeUnit:
     return unit
 
 
-def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False, returned_parts=None) -> dict[int, Access]:
+def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False, returned_parts=None,
+             stored_parts=None) -> dict[int, Access]:
     """Defs and uses of every vertex of one unit's CFG (``internal``: see :class:`_Collector`;
-    ``returned_parts``: see :func:`_container_aliases`)."""
+    ``returned_parts``, ``stored_parts``: see :func:`_container_aliases`)."""
     unit = cfg.unit
     nested = {id(child.node): child for child in unit.children}
-    aliases = _container_aliases(cfg, scopes, returned_parts)
+    aliases = _container_aliases(cfg, scopes, returned_parts, stored_parts)
     result: dict[int, Access] = {}
     for vertex in cfg.vertices.values():
         access = Access()
@@ -657,14 +660,20 @@ ELEMENT_GETTERS = frozenset({"get", "setdefault", "pop", "popitem", "popleft", "
 """Container methods whose result is an item of the container (``starts, ends = closers.get(tag)``)."""
 
 
-def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None) -> dict[Location, set[Location]]:
+def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None, stored_parts=None) -> dict[Location, set[Location]]:
     """Variable -> the locations whose objects it may hold a part of (or be), transitively, from the
     unit's ``x = y``, ``x = y[i]``, ``x = y.f``, ``x = y.get(k)`` / ``.setdefault(k, d)``, their unpacking
     forms (``starts, ends = closers[tag]``) and ``for x in y``: a mutation through ``x`` (a weak
     definition of it) is then a weak definition of those roots too. ``returned_parts(call)``, where given,
     adds ``x = f(...)`` for a call of the program whose callees return part of a field or of an argument
     (``last = self.last_token()``, which returns ``self.tokens[-1]``): the locations it gives (fields, and
-    the roots of the arguments and receiver it names). Flow-insensitive within the unit."""
+    the roots of the arguments and receiver it names). The other way round, a variable stored whole into
+    a field or a container (``node.value = value``, ``table[k] = value``) is that field (container) from
+    then on, and so is one passed to a program callee that stores the parameter into a field
+    (``stored_parts(call)``: (argument, field) pairs; ``SequenceNode(tag, value)`` with ``self.value =
+    value`` in its ``__init__``), so ``value.append(item)`` afterwards changes what ``node.value`` reads
+    (PyYAML's representer); a variable a generator yields whole is what its consumer receives (``RET``).
+    Flow-insensitive within the unit."""
     unit = cfg.unit
 
     def root(node: ast.AST) -> Location | None:
@@ -692,6 +701,20 @@ def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None) -> dict[Lo
     direct: dict[Location, set[Location]] = defaultdict(set)
     for vertex in cfg.vertices.values():
         node = vertex.node
+        if vertex.kind == "stmt" and node is not None:
+            for handed in _yielded_names(node):  # a generator's consumer holds it from then on
+                direct[scopes.resolve(unit, handed)].add(RET)
+        if vertex.kind == "stmt" and isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            stored = scopes.resolve(unit, node.value.id)
+            for target in node.targets:
+                holder = root(target) if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+                if holder is not None and holder != stored:
+                    direct[stored].add(holder)
+        if vertex.kind == "stmt" and stored_parts is not None and node is not None:
+            for call in _own_calls(node):
+                for argument, field_loc in stored_parts(call):
+                    if isinstance(argument, ast.Name):
+                        direct[scopes.resolve(unit, argument.id)].add(field_loc)
         if vertex.kind == "stmt" and isinstance(node, ast.Assign):
             pairs = [(t, node.value) for t in node.targets]
         elif vertex.kind == "for-next":
@@ -721,6 +744,31 @@ def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None) -> dict[Lo
                 stack.extend(direct.get(loc, ()))
         closed[start] = seen
     return closed
+
+
+def _yielded_names(stmt: ast.AST) -> list[str]:
+    """Variables a statement yields whole (``yield data``, ``x = yield data``): the consumer gets the
+    object, and what the generator does to it after resuming (``data.update(value)``: PyYAML's
+    two-step constructors) changes what the consumer holds."""
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)) else None
+    if isinstance(value, ast.Yield) and isinstance(value.value, ast.Name):
+        return [value.value.id]
+    return []
+
+
+def _own_calls(node: ast.AST) -> list[ast.Call]:
+    """The calls in a statement, not in the lambdas, comprehensions or definitions it holds."""
+    found: list[ast.Call] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Call):
+            found.append(current)
+        for child in ast.iter_child_nodes(current):
+            if not isinstance(child, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                                      ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+    return found
 
 
 def reaching_definitions(cfg: CFG, access: dict[int, Access]) -> dict[int, dict[Location, frozenset[int]]]:

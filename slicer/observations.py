@@ -151,6 +151,16 @@ class Observations:
             found += [c for c in sorted(bound.uncreated) if c not in found and _short_name(c[1]) == name]
         return found
 
+    def calls_by_file(self, sdg) -> dict[str, list[tuple[SiteKey, list[tuple[str, str]]]]]:
+        """Every observed site of each file with the SDG procedures it was seen to call (files whose source
+        changed since the observations are left out), sites in source order."""
+        bound = _bind(self, sdg)
+        found: dict[str, list[tuple[SiteKey, list[tuple[str, str]]]]] = {}
+        for site in sorted(bound.calls):
+            if bound.calls[site]:
+                found.setdefault(site[0], []).append((site, bound.calls[site]))
+        return found
+
     def protocol_callees_for(self, sdg, proc_key: tuple[str, str], site,
                              statement: tuple[int, int, int, int]) -> list[tuple[str, str]] | None:
         """Program callees of an unresolved protocol site (``for x in y``, ``a in b``, whose class inference
@@ -269,6 +279,15 @@ def _calls_in_order(tree: ast.AST, skip_probes: bool) -> list[ast.Call]:
     return sorted(calls, key=lambda n: (n.lineno, n.col_offset, -n.end_lineno, -n.end_col_offset))
 
 
+def _loops_in_order(tree: ast.AST) -> list[ast.AST]:
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.AsyncFor))]
+    return sorted(loops, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _span(node: ast.AST) -> tuple[int, int, int, int]:
+    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+
+
 def _units_in_order(tree: ast.AST) -> list[ast.AST]:
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
              ast.DictComp, ast.GeneratorExp)
@@ -321,8 +340,10 @@ def build_to_source(raw: dict[str, Any], build: Path, log=lambda _m: None) -> di
             log(f"{rel}: the build has {len(ours)} calls of the program, the source {len(theirs)}; its call sites are dropped")
             site_maps[rel] = None
         else:
-            site_maps[rel] = {(a.lineno, a.col_offset, a.end_lineno, a.end_col_offset):
-                              (b.lineno, b.col_offset, b.end_lineno, b.end_col_offset) for a, b in zip(ours, theirs)}
+            site_maps[rel] = {_span(a): _span(b) for a, b in zip(ours, theirs)}
+            loops, their_loops = _loops_in_order(built), _loops_in_order(source)
+            if len(loops) == len(their_loops):  # a ``for`` statement stepping a generator (3.11, 3.12)
+                site_maps[rel].update({_span(a): _span(b) for a, b in zip(loops, their_loops)})
         ours_u, theirs_u = _units_in_order(built), _units_in_order(source)
         line_maps[rel] = ({_first_line(a): _first_line(b) for a, b in zip(ours_u, theirs_u)} | {1: 1}
                           if len(ours_u) == len(theirs_u) else None)

@@ -19,7 +19,10 @@ Besides each procedure's PDG vertices the SDG has, as in WALA's SDG:
   same-level realizable path), computed once by the Reps-Horwitz-Sagiv-Rosay worklist algorithm and
   reused by every slice.
 
-Parameter passing is modelled coarsely but soundly: the ``ARGS`` actual-in depends on everything the
+Calls of one statement see each other's effects (``walk(direct(argv))``: an actual-out of ``direct`` to
+the actual-in of ``walk`` for the fields one writes and the other reads), and a statement resuming a
+generator that changes what it yielded earlier weakly defines everything (PyYAML's two-step
+constructors). Parameter passing is modelled coarsely but soundly: the ``ARGS`` actual-in depends on everything the
 call's statement reads, and an ``ARGMUT`` actual-out weakly defines every argument's (and the
 receiver's) root location. Locations are the dataflow module's, with variables qualified by file.
 """
@@ -86,6 +89,10 @@ class Procedure:
     ref: set = field(default_factory=set)
     mutates_args: bool = False
     returned_roots: list | None = None  # see _returned_roots (computed on first use)
+    stored_params: dict | None = None  # see _stored_params (computed on first use)
+    # a generator that changes an object it has yielded after resuming (``data = {}; yield data;
+    # data.update(...)``): whoever resumes it changes what its consumers hold (see _procedure_dependences)
+    mutates_yielded: bool = False
     # the parameters it writes through (a weak write: ``param.append(x)``, ``param[k] = v``)
     mutated_params: set[str] = field(default_factory=set)
     # local variables that may hold (part of) a parameter's object -> those parameters' names
@@ -261,9 +268,11 @@ def _resolve_calls(sdg: SDG) -> None:
             sites[site.file].append(site)
     module_of = {f.modname: f.path for f in sdg.program.files}
     startup, maybe_startup = _startup_modules(sdg, module_of)
+    observed = sdg.observed.calls_by_file(sdg) if sdg.observed is not None else {}
     for key, proc in sdg.procs.items():
         file = key[0]
         own = [s for s in sites[file] if _inside(proc, s.line, s.col)]
+        own_observed = [o for o in observed.get(file, ()) if _inside(proc, o[0][1], o[0][2])]
         for vertex in proc.cfg.vertices.values():
             if vertex.span is None or vertex.kind in ("entry", "exit", "raise-exit"):
                 continue
@@ -326,10 +335,80 @@ def _resolve_calls(sdg: SDG) -> None:
                         continue  # its own package (or itself): its body has started before this code runs
                     records.append(CallRecord(key, vertex.id, len(records), [(module_of[modname], "<module>")],
                                               f"import {modname}", "import"))
+            if own_observed:
+                _add_observed_implicit(sdg, proc, vertex, records, own_observed)
             proc.calls.extend(records)
             for record in records:
                 for callee in record.callees:
                     sdg.calls_to[callee].append(record)
+
+
+def _add_observed_implicit(sdg: SDG, proc: Procedure, vertex, records: list[CallRecord],
+                           observed: list[tuple[tuple[str, int, int, int, int], list[ProcKey]]]) -> None:
+    """Hybrid slicing: the program callees profiling saw a vertex's code reach that none of its call
+    records has, as records of their own (``implicit="observed"``). These are the calls the language or
+    the standard library makes for the program where no call site is modelled: an f-string or ``%``
+    formatting running ``__str__``, ``print(x)`` and ``map(str, xs)`` too, ``list(x)`` running
+    ``__iter__``, ``==`` running ``__eq__``, and a generator's body run where it is resumed (``next(g)``,
+    ``for _ in g``, ``list(g)``), wherever it was created. Not ``__getattr__`` (see ATTRIBUTE_HOOKS)."""
+    have = {callee for record in records for callee in record.callees}
+    loops = _loops_by_span(proc.source) if vertex.kind == "for-next" else {}
+    if loops:  # what the loop's iterable calls (``for ch in pieces(word)``) is called by the loop already
+        heads = {id(loop.iter) for loop in loops.values() if loop.target is vertex.node}
+        have |= {c for record in proc.calls if id(proc.cfg.vertices[record.vertex].node) in heads
+                 for c in record.callees}
+    for site, callees in observed:
+        # a loop stepping a generator reports the whole ``for`` statement (3.11, 3.12): its next step
+        stepping = loops[site[1:]].target is vertex.node if site[1:] in loops else False
+        if not stepping and not _vertex_contains(proc, vertex, site[1], site[2]):
+            continue
+        extra = [c for c in callees if c not in have and c in sdg.procs and _short(c[1]) not in ATTRIBUTE_HOOKS]
+        if not extra:
+            continue
+        have.update(extra)
+        text = _span_text(proc.source, site[1:])
+        records.append(CallRecord(proc.key, vertex.id, len(records), extra, text, implicit="observed",
+                                  resolved="observed"))
+        sdg.observed_sites[(site[0], site[1], site[2], "implicit", site[3], site[4])] = {
+            "site": f"{site[0]}:{site[1]}:{site[2]}", "text": text, "callees": [f"{f}:{q}" for f, q in extra],
+            "instead_of": [], "implicit": True, "_vertex": sdg.vertex(proc.key, vertex.id)}
+
+
+# Methods run by attribute reads (``T.Number.Integer`` creating sqlparse's token types on first use): left
+# out of the observed implicit calls. They are dunders, kept whole with their class, so an evaluator runs
+# them wherever it reads the attribute; as calls they would make every attribute read a write of "some
+# field" (their ``setattr`` by computed name), which tied every sqlparse slice to the whole program
+# (``workload.py:main:loop:2``: 24 -> 1,860 statements).
+ATTRIBUTE_HOOKS = frozenset({"__getattr__", "__getattribute__"})
+
+
+def _short(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1].split("@")[0]
+
+
+def _loops_by_span(source: SourceFile) -> dict[tuple[int, int, int, int], ast.For | ast.AsyncFor]:
+    """The ``for`` statements of a file by span (a for-next vertex's node is the loop's target, a
+    for-iter vertex's its iterable)."""
+    index = source.__dict__.get("_loops_by_span")
+    if index is None:
+        index = source.__dict__["_loops_by_span"] = {
+            (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset): n for n in ast.walk(source.tree)
+            if isinstance(n, (ast.For, ast.AsyncFor))}
+    return index
+
+
+def _span_text(source: SourceFile, span: tuple[int, int, int, int], limit: int = 120) -> str:
+    """The source text of an ast span (UTF-8 byte columns), cut to ``limit`` characters."""
+    lines = source.lines()
+    first, col, last, end_col = span
+    chunk = [line.encode() for line in lines[first - 1:last]]
+    if not chunk:
+        return ""
+    chunk[-1] = chunk[-1][:end_col] if len(chunk) > 1 else chunk[-1][col:end_col]
+    if len(chunk) > 1:
+        chunk[0] = chunk[0][col:]
+    text = b"\n".join(chunk).decode(errors="replace")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _first_top_level_imports(sdg: SDG, proc: Procedure, module_of: dict[str, str]) -> dict[str, int]:
@@ -718,9 +797,11 @@ def _local_effects(sdg: SDG) -> None:
     for key, proc in sdg.procs.items():
         explicit = {id(c) for c in _explicit_call_nodes(sdg, proc)}
         proc.access = accesses(proc.cfg, sdg.scopes[key[0]], internal=lambda call, ids=explicit: id(call) in ids,
-                               returned_parts=lambda call, k=key: _returned_parts(sdg, k[0], call))
+                               returned_parts=lambda call, k=key: _returned_parts(sdg, k[0], call),
+                               stored_parts=lambda call, k=key: _stored_parts(sdg, k[0], call))
         params = {qualify(key[0], loc) for loc in proc.access[proc.cfg.entry.id].defs}
         proc.param_aliases = _parameter_aliases(proc)
+        proc.mutates_yielded = _mutates_yielded(proc)
         through_params[key] = set()
         for vid, access in proc.access.items():
             for loc in access.defs:
@@ -781,6 +862,64 @@ def _returned_parts(sdg: SDG, file: str, call: ast.Call) -> list:
             elif part[1] in given:
                 found.append(given[part[1]])
     return found
+
+
+def _mutates_yielded(proc: Procedure) -> bool:
+    """Whether a generator function changes, in a statement that yields nothing, what it hands to its
+    consumer (a weak definition of ``RET`` through a yielded variable, see dataflow._container_aliases)."""
+    if proc.unit.kind != "function":
+        return False
+    for vid, access in proc.access.items():
+        vertex = proc.cfg.vertices[vid]
+        if vertex.kind == "stmt" and access.defs.get(RET) is False and not isinstance(vertex.node, ast.Return) \
+                and not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(vertex.node)):
+            return True
+    return False
+
+
+def _stored_parts(sdg: SDG, file: str, call: ast.Call) -> list[tuple[ast.expr, tuple]]:
+    """(argument expression, ``("attr", F)``) for each argument of a call that a program callee stores whole
+    into a field ``F`` (``self.value = value`` in the ``__init__`` that ``SequenceNode(tag, value)``
+    runs), for the caller's alias analysis (dataflow._container_aliases)."""
+    site = sdg.callgraph.site_for(file, call)
+    if site is None:
+        return []
+    found: list[tuple[ast.expr, tuple]] = []
+    for key in callee_keys(sdg, site.callees):
+        proc = sdg.procs.get(key)
+        if proc is None or proc.unit.kind != "function":
+            continue
+        fields = _stored_params(proc)
+        if not fields:
+            continue
+        arguments = proc.unit.node.args
+        params = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+        receiver = params[:1] in (["self"], ["cls"]) and (isinstance(call.func, ast.Attribute) or
+                                                          proc.unit.node.name == "__init__")
+        given = dict(zip(params[1:] if receiver else params, call.args))
+        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        for param, names in fields.items():
+            if param in given:
+                found.extend((given[param], ("attr", name)) for name in sorted(names))
+    return found
+
+
+def _stored_params(proc: Procedure) -> dict[str, set[str]]:
+    """Parameter -> the fields a function stores it into whole (``self.value = value``)."""
+    cached = proc.stored_params
+    if cached is not None:
+        return cached
+    params = {a.arg for a in ast.walk(proc.unit.node.args) if isinstance(a, ast.arg)}
+    stored: dict[str, set[str]] = {}
+    for vertex in proc.cfg.vertices.values():
+        node = vertex.node
+        if vertex.kind == "stmt" and isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                and node.value.id in params:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute):
+                    stored.setdefault(node.value.id, set()).add(target.attr)
+    proc.stored_params = stored
+    return stored
 
 
 def _returned_roots(proc: Procedure) -> list[tuple]:
@@ -1427,6 +1566,12 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     effects_use: dict[int, dict[tuple, list[CallRecord]]] = defaultdict(lambda: defaultdict(list))
     access = {vid: Access(dict(a.defs), set(a.uses)) for vid, a in proc.access.items()}
     unqualify = {}
+    # Resuming a generator that changes what it yielded earlier (PyYAML's two-step constructors, driven to
+    # the end by ``for dummy in generator: pass`` far from where the object was taken) changes objects that
+    # any variable of this procedure may hold by then: the statement weakly defines everything.
+    resuming = {call.vertex for call in proc.calls if any(sdg.procs[c].mutates_yielded for c in call.callees)}
+    for vid in resuming:
+        access[vid].define(ANY, strong=False)
     for call in proc.calls:
         for loc in _call_mod(sdg, call) | _mutated_roots(sdg, proc, call):
             local = local_form(loc, file)
@@ -1470,7 +1615,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
                 if own_scope is not None and loc[0] == "var" and loc[1] == own_scope:
                     # A callee that may touch anything still cannot rebind the caller's local variables:
                     # only this procedure's own unmodelled constructs (exec, locals()...) can.
-                    any_defs = [d for d in any_defs if ANY in proc.access[d].defs or d == entry]
+                    any_defs = [d for d in any_defs if ANY in proc.access[d].defs or d == entry or d in resuming]
                 sources |= set(any_defs)
             pairs = {(d, loc) for d in sources} | (_heap_sources(reaching[vid], loc, covers) if wide else set())
             for d, def_loc in pairs:
@@ -1499,6 +1644,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         if call.vertex in result_only:
             continue  # what the statement defines depends on the returned value (see _def_sources), the call itself does not
         sdg.add_edge(sdg.actual("aout", call, RET), v, "data", RET)
+    _same_statement_effects(sdg, proc, node)
     # Formal-outs: what reaches the exit.
     exit_reach = reaching[cfg.exit.id]
     for loc in [RET, *proc.mod]:
@@ -1659,6 +1805,41 @@ def _passed_bindings(sdg: SDG, proc: Procedure, result_only: dict[int, CallRecor
             continue
         found[vid] = {scopes.resolve(proc.unit, name) for name in _passed_names(value)}
     return found
+
+
+def _same_statement_effects(sdg: SDG, proc: Procedure, node) -> None:
+    """What one call of a statement writes, a later call of the same statement and the statement itself
+    may read: ``walk(direct(argv))``, where ``direct`` sets a field that ``walk`` reads, and
+    ``direct(argv).items``. Reaching definitions are per statement, so they cannot show this. A call
+    nested in another's arguments runs before it; any other order is possible (a loop runs the
+    statement again)."""
+    file = proc.key[0]
+    by_vertex: dict[int, list[CallRecord]] = defaultdict(list)
+    for call in proc.calls:
+        by_vertex[call.vertex].append(call)
+    for vid, calls in by_vertex.items():
+        uses = proc.access[vid].uses
+        for first in calls:
+            mod = _call_mod(sdg, first)
+            if not mod:
+                continue
+            for loc in mod:
+                if local_form(loc, file) in uses:
+                    sdg.add_edge(sdg.actual("aout", first, loc), node(vid), "data", loc)
+            for later in calls:
+                if later is first or _nested_in(later, first):
+                    continue
+                for loc in mod & _call_ref(sdg, later):
+                    sdg.add_edge(sdg.actual("aout", first, loc), sdg.actual("ain", later, loc), "data", loc)
+
+
+def _nested_in(inner: CallRecord, outer: CallRecord) -> bool:
+    """Whether call ``inner`` is part of ``outer``'s call expression (so it ends before ``outer`` starts)."""
+    a, b = inner.node, outer.node
+    if a is None or b is None or a is b:
+        return False
+    return (b.lineno, b.col_offset) <= (a.lineno, a.col_offset) and \
+        (a.end_lineno, a.end_col_offset) <= (b.end_lineno, b.end_col_offset)
 
 
 def _passed_names(value: ast.Call) -> set[str]:

@@ -1287,3 +1287,94 @@ def test_a_case_whose_pattern_starts_on_a_later_line_is_a_criterion(tmp_path):
     assert len(cases) == 4
     rows = check_fidelity(session, root, [["a", "b", "x"], ["c", "d", "e", "c"], []], cases, cwd=root)
     assert [(r.feature, r.reason, r.agreed) for r in rows if r.status != "sliceable" or r.agreed != r.inputs] == []
+
+
+def test_a_call_reads_what_an_earlier_call_of_the_same_statement_wrote(tmp_path):
+    """``walk(direct(argv))``: ``direct`` sets a field that ``walk`` reads. Reaching definitions are per
+    statement, so ``walk``'s read of the field had no definition: the slice dropped the store and the
+    evaluator failed (AttributeError) on every input."""
+    root = write_program(tmp_path / "nested", {
+        "main.py": '''
+            import sys
+
+
+            class Holder:
+                pass
+
+
+            def direct(items):
+                holder = Holder()
+                holder.stuff = list(items)
+                return holder
+
+
+            def walk(node):
+                count = 0
+                for item in node.stuff:
+                    count += 1
+                return count
+
+
+            print(walk(direct(sys.argv[1:])), len(direct(sys.argv[2:]).stuff))
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["a", "b", "c"], [], ["x"]], ["main.py:walk:loop:1"], cwd=root)
+    assert [(r.agreed, r.inputs) for r in rows] == [(3, 3)], [r.mismatches for r in rows]
+    store = line_of(root, "main.py", "holder.stuff = list(items)")
+    assert store in kept_lines(session.slice("main.py:walk:loop:1"), "main.py")
+
+
+def test_a_list_filled_after_it_was_stored_in_a_field_fills_the_field(tmp_path):
+    """PyYAML's representer: ``value = []; node = SequenceNode(tag, value)`` (whose ``__init__`` stores
+    ``self.value = value``), then ``value.append(item)``; the serializer walks ``node.value``. The
+    appends changed no location the walk reads, so the slice dropped them and the resolver's counters,
+    sliced, counted half of what the program did on inputs dumped back. The same through a plain field
+    store (``holder.items = value``)."""
+    root = write_program(tmp_path / "filled", {
+        "main.py": '''
+            import sys
+
+
+            class Node:
+                def __init__(self, tag, value):
+                    self.tag = tag
+                    self.value = value
+
+
+            class Holder:
+                pass
+
+
+            def represent(items):
+                value = []
+                node = Node("seq", value)
+                for item in items:
+                    value.append(item.upper())
+                return node
+
+
+            def hold(items):
+                value = []
+                holder = Holder()
+                holder.items = value
+                for item in items:
+                    value.append(item)
+                return holder
+
+
+            def count(values):
+                found = 0
+                for item in values:
+                    if item.startswith("A"):
+                        found += 1
+                return found
+
+
+            node = represent(sys.argv[1:])
+            holder = hold(sys.argv[1:])
+            print(count(node.value), count(holder.items))
+        '''})
+    session = SliceSession(root, "main.py")
+    features = ["main.py:count:loop:1", "main.py:count:branch:1"]
+    rows = check_fidelity(session, root, [["ab", "Ac", "AD"], ["x"], ["a", "A", "B", "AA"]], features, cwd=root)
+    assert [(r.agreed, r.inputs) for r in rows] == [(3, 3), (3, 3)], [r.mismatches for r in rows]
