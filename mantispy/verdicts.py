@@ -96,5 +96,19 @@ def coverage_verdict(metric: str, coverage: float, level: list[float], n: int | 
 
 
 def build_verdicts(record: BuildRecord) -> list[str]:
-    """Every metric's sentences."""
-    return [line for metric in record.metrics for line in metric_verdicts(record, metric)]
+    """Every metric's sentences, then what a prediction costs against the budget."""
+    return [line for metric in record.metrics for line in metric_verdicts(record, metric)] + cost_verdict(record)
+
+
+def cost_verdict(record: BuildRecord) -> list[str]:
+    """Whether the package's evaluators, run together per prediction, kept to ``--max-cost``: the cost loop
+    judges each feature's evaluator on its own, on three training inputs, and the held-out validation
+    measures what the package runs (the combined evaluator, and the sampled one beside it)."""
+    ev = record.evaluator
+    budget = record.options.max_cost
+    if ev is None or ev.median_fraction is None or not budget or ev.median_fraction <= budget:
+        return []
+    parts = "the combined and the sampled evaluator together" if ev.sampled_features and ev.features else "its evaluator"
+    return [f"evaluators: a prediction costs {ev.median_fraction:.1%} of the run time on held-out inputs (median; "
+            f"{parts}), over the --max-cost budget of {budget:.0%}: each feature was judged against the budget alone, "
+            "on three training inputs"]

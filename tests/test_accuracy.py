@@ -502,3 +502,22 @@ def test_the_adaptive_penalty_keeps_options_that_do_nothing_out_of_a_model_fitte
     assert np.mean(errors["adaptive"]) < 0.9 * np.mean(errors["plain"]), errors
     with pytest.raises(ValueError, match="penalty"):
         SporeRegressor(penalty="ridge").fit(frame.iloc[:30], y[:30])
+
+
+def test_verdicts_say_when_the_evaluators_together_cost_more_than_the_budget():
+    """A PyYAML build with sampled stand-ins judged every feature under the 5 % budget (the sampled one at
+    4.6 %), and the package, running the combined evaluator and the sampled one per prediction, cost 10 %
+    of a run on held-out inputs: the build said the cost and not that it broke the budget."""
+    from mantispy.build_record import EvaluatorRecord
+    from mantispy.verdicts import build_verdicts
+
+    model = {"method": "lasso", "scaling": {"app.py:f:loop:1": {}}}
+    record = record_with(model, 0.05, 0.2, 0.04)
+    record.options.max_cost = 0.05
+    record.evaluator = EvaluatorRecord(features=["app.py:main:loop:1"], sampled_features=["app.py:f:loop:1"],
+                                       median_fraction=0.10)
+    said = " ".join(build_verdicts(record))
+    assert "10.0% of the run time" in said and "the combined and the sampled evaluator together" in said
+    assert "over the --max-cost budget of 5%" in said
+    record.evaluator.median_fraction = 0.04
+    assert "--max-cost" not in " ".join(build_verdicts(record))
