@@ -21,8 +21,8 @@ Besides each procedure's PDG vertices the SDG has, as in WALA's SDG:
 
 Calls of one statement see each other's effects (``walk(direct(argv))``: an actual-out of ``direct`` to
 the actual-in of ``walk`` for the fields one writes and the other reads), and a statement resuming a
-generator that changes what it yielded earlier weakly defines everything (PyYAML's two-step
-constructors). Parameter passing is modelled coarsely but soundly: the ``ARGS`` actual-in depends on everything the
+generator that changes what it yielded earlier weakly defines every variable its procedure binds
+(PyYAML's two-step constructors). Parameter passing is modelled coarsely but soundly: the ``ARGS`` actual-in depends on everything the
 call's statement reads, and an ``ARGMUT`` actual-out weakly defines every argument's (and the
 receiver's) root location. Locations are the dataflow module's, with variables qualified by file.
 """
@@ -1568,10 +1568,16 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     unqualify = {}
     # Resuming a generator that changes what it yielded earlier (PyYAML's two-step constructors, driven to
     # the end by ``for dummy in generator: pass`` far from where the object was taken) changes objects that
-    # any variable of this procedure may hold by then: the statement weakly defines everything.
+    # this procedure's variables may hold by then: the statement weakly defines (changes the object of)
+    # every variable the procedure binds, not its parameters (``self``: the store ``self.x = {}`` after the
+    # loop reads no object the generator changed).
     resuming = {call.vertex for call in proc.calls if any(sdg.procs[c].mutates_yielded for c in call.callees)}
-    for vid in resuming:
-        access[vid].define(ANY, strong=False)
+    if resuming:
+        params = set(proc.access[entry].defs)
+        bound = {loc for a in proc.access.values() for loc in a.defs if loc[0] == "var" and loc not in params}
+        for vid in resuming:
+            for loc in bound:
+                access[vid].define(loc, strong=False)
     for call in proc.calls:
         for loc in _call_mod(sdg, call) | _mutated_roots(sdg, proc, call):
             local = local_form(loc, file)
@@ -1615,7 +1621,7 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
                 if own_scope is not None and loc[0] == "var" and loc[1] == own_scope:
                     # A callee that may touch anything still cannot rebind the caller's local variables:
                     # only this procedure's own unmodelled constructs (exec, locals()...) can.
-                    any_defs = [d for d in any_defs if ANY in proc.access[d].defs or d == entry or d in resuming]
+                    any_defs = [d for d in any_defs if ANY in proc.access[d].defs or d == entry]
                 sources |= set(any_defs)
             pairs = {(d, loc) for d in sources} | (_heap_sources(reaching[vid], loc, covers) if wide else set())
             for d, def_loc in pairs:
