@@ -824,3 +824,46 @@ def test_a_generator_resumed_far_from_where_it_was_created_fills_what_it_yielded
     # 3.11 and 3.12 put the loop's steps at the whole ``for`` statement, 3.13 at its iterable
     assert resumed[0] in ("for _ in generator:\n                    pass", "generator"), resumed
     assert resumed[1:] == ["next(generator)"], resumed
+
+
+WITH_PROGRAM = '''
+import sys
+
+
+class Span:
+    def __init__(self, words):
+        self.words = words
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __add__(self, other):
+        return Span(self.words + other.words)
+
+
+def main(argv):
+    total = Span([])
+    for word in argv:
+        with Span([word]) as span:
+            total = total + span
+    print(len(total.words))
+
+
+main(sys.argv[1:])
+'''
+
+
+@pytest.mark.parametrize("version", ["3.11", "3.12", "3.13"])
+def test_with_statements_and_operators_run_the_dunders_profiling_saw(tmp_path, version):
+    """``with x:`` runs ``__enter__`` and ``__exit__``, ``a + b`` runs ``__add__``: no call site of the static
+    graph. 3.11 and 3.12 put the context manager's calls at the whole ``with`` statement, 3.13 at its
+    expression; both reach the statement's vertices."""
+    src, static, hybrid = hybrid_sessions(tmp_path, {"prog.py": WITH_PROGRAM}, [["a", "b"]], version)
+    features = ["prog.py:Span.__enter__:call", "prog.py:Span.__exit__:call", "prog.py:Span.__add__:call"]
+    rows = check_fidelity(hybrid, src, [["x", "y", "z"], [], ["p"]], features, cwd=src)
+    assert [(r.agreed, r.inputs) for r in rows] == [(3, 3)] * 3, [r.mismatches for r in rows]
+    static_rows = check_fidelity(static, src, [["x", "y", "z"]], features, cwd=src)
+    assert [r.agreed for r in static_rows] == [0, 0, 0]  # statically, no call reaches them
