@@ -115,14 +115,8 @@ class Recorder:
         self.started.add(id(code))
         if not code.co_flags & _NEWLOCALS:
             return  # a module or class body is not called
-        caller = frame.f_back  # for a generator (started or resumed: this event comes each time), its consumer
-        if caller is None:
-            return
-        ccode = caller.f_code
-        centry = self._where.get(id(ccode)) or self._learn(ccode)
-        if centry[1] is not None:
-            self.pairs.add((id(ccode), caller.f_lasti, id(code)))
-            self.reached.add((id(ccode), caller.f_lasti))
+        # for a generator (started or resumed: this event comes each time), the caller is its consumer
+        self._pair_with_caller(frame.f_back, code)
 
     # ------------------------------------------------------------------ 3.12+: sys.monitoring
     def _py_start(self, code, offset):
@@ -132,14 +126,7 @@ class Recorder:
         self.started.add(id(code))
         if not code.co_flags & _NEWLOCALS:
             return None  # a module or class body
-        caller = sys._getframe(1).f_back  # frame 1 is the callee's own frame; a generator's: its consumer
-        if caller is None:
-            return None
-        ccode = caller.f_code
-        centry = self._where.get(id(ccode)) or self._learn(ccode)
-        if centry[1] is not None:
-            self.pairs.add((id(ccode), caller.f_lasti, id(code)))
-            self.reached.add((id(ccode), caller.f_lasti))
+        self._pair_with_caller(sys._getframe(1).f_back, code)  # frame 1 is the callee's own frame
         return None
 
     def _py_resume(self, code, offset):
@@ -148,15 +135,19 @@ class Recorder:
         entry = self._where.get(id(code)) or self._learn(code)
         if entry[1] is None:
             return _DISABLE
-        caller = sys._getframe(1).f_back
+        self._pair_with_caller(sys._getframe(1).f_back, code)
+        return None
+
+    def _pair_with_caller(self, caller, code) -> None:
+        """Record (the instruction ``caller`` is at, ``code``) if ``caller`` runs program code: the call
+        that started a function, or the consumer that started or resumed a generator."""
         if caller is None:
-            return None
+            return
         ccode = caller.f_code
         centry = self._where.get(id(ccode)) or self._learn(ccode)
         if centry[1] is not None:
             self.pairs.add((id(ccode), caller.f_lasti, id(code)))
             self.reached.add((id(ccode), caller.f_lasti))
-        return None
 
     def _call(self, code, offset, callable_, arg0):
         entry = self._where.get(id(code)) or self._learn(code)

@@ -1600,15 +1600,5 @@ def _replace_lines(known: FunctionNode, line: int) -> FunctionNode:
 
 def _source_text(source: SourceFile, node: Any) -> str:
     """The node's source text (positions in UTF-8 bytes, as in ast), cut to TEXT_LIMIT characters."""
-    lines = source.lines()
-    first, last = (node.lineno or 1) - 1, (node.end_lineno or node.lineno or 1) - 1
-    if first >= len(lines):
-        return ""
-    chunk = [line.encode() for line in lines[first:last + 1]]
-    if len(chunk) == 1:
-        chunk[0] = chunk[0][node.col_offset or 0: node.end_col_offset]
-    else:
-        chunk[0] = chunk[0][node.col_offset or 0:]
-        chunk[-1] = chunk[-1][: node.end_col_offset]
-    text = b"\n".join(chunk).decode(errors="replace")
-    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 3] + "..."
+    line = node.lineno or 1
+    return source.segment(line, node.col_offset or 0, node.end_lineno or line, node.end_col_offset, TEXT_LIMIT)

@@ -148,7 +148,7 @@ class Observations:
         found = list(bound.calls.get(key, ()))
         if bound.uncreated:  # generator functions that ran, created by calls nobody saw (3.11)
             name = _called_name(sdg, bound, site)
-            found += [c for c in sorted(bound.uncreated) if c not in found and _short_name(c[1]) == name]
+            found += [c for c in sorted(bound.uncreated) if c not in found and short_name(c[1]) == name]
         return found
 
     def calls_by_file(self, sdg) -> dict[str, list[tuple[SiteKey, list[tuple[str, str]]]]]:
@@ -203,7 +203,8 @@ def _ran(sdg, bound: _Bound, key: tuple[str, str]) -> bool:
         unit = unit.parent
 
 
-def _short_name(qualname: str) -> str:
+def short_name(qualname: str) -> str:
+    """A code unit's own name: ``"Parser.parse@12"`` -> ``"parse"``."""
     return qualname.rsplit(".", 1)[-1].split("@")[0]
 
 

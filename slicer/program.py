@@ -87,6 +87,21 @@ class SourceFile:
             self._lines = re.split(r"\r\n|\r|\n", self.source)
         return self._lines
 
+    def segment(self, line: int, col: int, end_line: int, end_col: int, limit: int) -> str:
+        """The source text of an :mod:`ast` span (1-based lines, UTF-8 byte columns), cut to ``limit``
+        characters."""
+        lines = self.lines()
+        if line - 1 >= len(lines):
+            return ""
+        chunk = [text.encode() for text in lines[line - 1:end_line]]
+        if len(chunk) == 1:
+            chunk[0] = chunk[0][col:end_col]
+        else:
+            chunk[0] = chunk[0][col:]
+            chunk[-1] = chunk[-1][:end_col]
+        text = b"\n".join(chunk).decode(errors="replace")
+        return text if len(text) <= limit else text[:limit - 3] + "..."
+
 
 class ProgramError(Exception):
     """The program root itself cannot be loaded (missing, not a folder or .py file)."""

@@ -55,6 +55,7 @@ from .dataflow import (
 )
 from .ir import CFG, CodeUnit
 from .memo import MemoCache, memo_caches
+from .observations import short_name
 from .pdg import control_dependences
 from .program import Program, SourceFile
 
@@ -362,11 +363,11 @@ def _add_observed_implicit(sdg: SDG, proc: Procedure, vertex, records: list[Call
         stepping = loops[site[1:]].target is vertex.node if site[1:] in loops else False
         if not stepping and not _vertex_contains(proc, vertex, site[1], site[2]):
             continue
-        extra = [c for c in callees if c not in have and c in sdg.procs and _short(c[1]) not in ATTRIBUTE_HOOKS]
+        extra = [c for c in callees if c not in have and c in sdg.procs and short_name(c[1]) not in ATTRIBUTE_HOOKS]
         if not extra:
             continue
         have.update(extra)
-        text = _span_text(proc.source, site[1:])
+        text = proc.source.segment(*site[1:], limit=120)
         records.append(CallRecord(proc.key, vertex.id, len(records), extra, text, implicit="observed",
                                   resolved="observed"))
         sdg.observed_sites[(site[0], site[1], site[2], "implicit", site[3], site[4])] = {
@@ -382,10 +383,6 @@ def _add_observed_implicit(sdg: SDG, proc: Procedure, vertex, records: list[Call
 ATTRIBUTE_HOOKS = frozenset({"__getattr__", "__getattribute__"})
 
 
-def _short(qualname: str) -> str:
-    return qualname.rsplit(".", 1)[-1].split("@")[0]
-
-
 def _loops_by_span(source: SourceFile) -> dict[tuple[int, int, int, int], ast.For | ast.AsyncFor]:
     """The ``for`` statements of a file by span (a for-next vertex's node is the loop's target, a
     for-iter vertex's its iterable)."""
@@ -395,20 +392,6 @@ def _loops_by_span(source: SourceFile) -> dict[tuple[int, int, int, int], ast.Fo
             (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset): n for n in ast.walk(source.tree)
             if isinstance(n, (ast.For, ast.AsyncFor))}
     return index
-
-
-def _span_text(source: SourceFile, span: tuple[int, int, int, int], limit: int = 120) -> str:
-    """The source text of an ast span (UTF-8 byte columns), cut to ``limit`` characters."""
-    lines = source.lines()
-    first, col, last, end_col = span
-    chunk = [line.encode() for line in lines[first - 1:last]]
-    if not chunk:
-        return ""
-    chunk[-1] = chunk[-1][:end_col] if len(chunk) > 1 else chunk[-1][col:end_col]
-    if len(chunk) > 1:
-        chunk[0] = chunk[0][col:]
-    text = b"\n".join(chunk).decode(errors="replace")
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _first_top_level_imports(sdg: SDG, proc: Procedure, module_of: dict[str, str]) -> dict[str, int]:
@@ -841,27 +824,38 @@ def _returned_parts(sdg: SDG, file: str, call: ast.Call) -> list:
     fields (``("attr", F)``) and the caller's argument and receiver expressions whose objects the program
     callees hand back a part of (``def last_token(self): return self.tokens[-1]`` -> the field ``tokens``;
     ``def first(xs): return xs[0]`` -> the argument)."""
-    site = sdg.callgraph.site_for(file, call)
-    if site is None:
-        return []
     found: list = []
-    for key in callee_keys(sdg, site.callees):
-        proc = sdg.procs.get(key)
-        if proc is None or proc.unit.kind != "function":
-            continue
-        arguments = proc.unit.node.args
-        params = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
-        bound = isinstance(call.func, ast.Attribute) and params[:1] in (["self"], ["cls"])
-        given = dict(zip(params[1:] if bound else params, call.args))
-        given.update({k.arg: k.value for k in call.keywords if k.arg})
-        if bound:
-            given[params[0]] = call.func.value
+    for proc in _program_functions_called(sdg, file, call):
+        given = _arguments_by_parameter(proc, call)
         for part in _returned_roots(proc):
             if part[0] == "attr":
                 found.append(part)
             elif part[1] in given:
                 found.append(given[part[1]])
     return found
+
+
+def _program_functions_called(sdg: SDG, file: str, call: ast.Call) -> list[Procedure]:
+    """The program functions (not lambdas, class bodies...) the call graph says a call may run."""
+    site = sdg.callgraph.site_for(file, call)
+    if site is None:
+        return []
+    found = [sdg.procs.get(key) for key in callee_keys(sdg, site.callees)]
+    return [proc for proc in found if proc is not None and proc.unit.kind == "function"]
+
+
+def _arguments_by_parameter(proc: Procedure, call: ast.Call) -> dict[str, ast.expr]:
+    """Parameter name -> the argument expression a call passes to it (the receiver of ``obj.m(...)`` for
+    ``self``; ``self`` of an ``__init__`` run by ``Class(...)`` gets none)."""
+    arguments = proc.unit.node.args
+    params = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+    method = isinstance(call.func, ast.Attribute) and params[:1] in (["self"], ["cls"])
+    constructor = params[:1] == ["self"] and proc.unit.node.name == "__init__"
+    given = dict(zip(params[1:] if method or constructor else params, call.args))
+    given.update({k.arg: k.value for k in call.keywords if k.arg})
+    if method:
+        given[params[0]] = call.func.value
+    return given
 
 
 def _mutates_yielded(proc: Procedure) -> bool:
@@ -881,23 +875,10 @@ def _stored_parts(sdg: SDG, file: str, call: ast.Call) -> list[tuple[ast.expr, t
     """(argument expression, ``("attr", F)``) for each argument of a call that a program callee stores whole
     into a field ``F`` (``self.value = value`` in the ``__init__`` that ``SequenceNode(tag, value)``
     runs), for the caller's alias analysis (dataflow._container_aliases)."""
-    site = sdg.callgraph.site_for(file, call)
-    if site is None:
-        return []
     found: list[tuple[ast.expr, tuple]] = []
-    for key in callee_keys(sdg, site.callees):
-        proc = sdg.procs.get(key)
-        if proc is None or proc.unit.kind != "function":
-            continue
+    for proc in _program_functions_called(sdg, file, call):
         fields = _stored_params(proc)
-        if not fields:
-            continue
-        arguments = proc.unit.node.args
-        params = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
-        receiver = params[:1] in (["self"], ["cls"]) and (isinstance(call.func, ast.Attribute) or
-                                                          proc.unit.node.name == "__init__")
-        given = dict(zip(params[1:] if receiver else params, call.args))
-        given.update({k.arg: k.value for k in call.keywords if k.arg})
+        given = _arguments_by_parameter(proc, call) if fields else {}
         for param, names in fields.items():
             if param in given:
                 found.extend((given[param], ("attr", name)) for name in sorted(names))
