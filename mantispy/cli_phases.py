@@ -194,10 +194,15 @@ def _is_phase_model(path: Path) -> bool:
               help="With --shortfalls: a phase short of its estimate departs only when the run's total fell short by "
                    "this share of the phase's shortfall too (else its time went to phases labelled otherwise); 0 "
                    "judges every shortfall.")
+@click.option("--excess-cover", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="A phase over its estimate (a rare phase: past its longest training run) departs only when the "
+                   "run's total went over its whole-run estimate by this share of the phase's excess too (else its "
+                   "time came from phases labelled otherwise); 0 judges every excess.")
 @click.option("--fail-on-anomaly", is_flag=True, help="Exit with status 1 when the run is anomalous (for CI).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k: float, min_relative: float,
-          own_margin: float, shortfalls: bool, shortfall_cover: float, fail_on_anomaly: bool, as_json: bool) -> None:
+          own_margin: float, shortfalls: bool, shortfall_cover: float, excess_cover: float, fail_on_anomaly: bool,
+          as_json: bool) -> None:
     """Whether a run departs from its phase model, and in which phase and resource.
 
     \b
@@ -248,7 +253,7 @@ def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k:
     except (RecordingError, PhaseDataError) as exc:
         raise UserError(str(exc)) from None
     rule = CheckOptions(k=k, min_relative=min_relative, own_margin=own_margin, shortfalls=shortfalls,
-                        shortfall_cover=shortfall_cover)
+                        shortfall_cover=shortfall_cover, excess_cover=excess_cover)
     verdict = check_run(model, run, inputs, features or None, rule, where)
     if as_json:
         click.echo(json.dumps({"recording": recording.id, **verdict.to_dict()}, indent=1))

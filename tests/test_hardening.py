@@ -59,6 +59,8 @@ def test_bad_input_exits_2_in_one_line(tmp_path):
     assert usage.returncode == 2 and one_line(usage).startswith("mantispy: error: ") and "mantispy build --help" in usage.stderr
     out_of_range = run("check", "1", "--model", tmp_path / "m.json", "--shortfall-cover", "2")
     assert out_of_range.returncode == 2 and "'--shortfall-cover': 2.0 is not in the range" in one_line(out_of_range)
+    negative = run("check", "1", "--model", tmp_path / "m.json", "--excess-cover", "-1")
+    assert negative.returncode == 2 and "'--excess-cover': -1.0 is not in the range" in one_line(negative)
     unknown = run("runs", "--no-such-option")
     assert unknown.returncode == 2 and "--no-such-option" in one_line(unknown) and unknown.stdout == ""
 

@@ -533,6 +533,54 @@ def test_a_phase_that_ran_short_departs_only_when_the_run_fell_short_too(fitted)
     assert not lower[0].covered(CheckOptions())
 
 
+def test_a_phase_that_ran_over_departs_only_when_the_run_went_over_too(fitted):
+    """bench_phases on Python 3.11, sqlparse (seed 30): the one normal run flagged had its formatting phase at
+    1.06 s of CPU against 0.81 s estimated (z +8.3) in a run no longer than its whole-run estimate: the phase's
+    boundary moved, its functions' own time did not. Time taken from another label is no time added; a phase
+    that really runs longer lengthens the run, and a rare phase past its longest training run is judged alike."""
+    import copy
+
+    def moved_boundary(run: RunPhases, seconds: float) -> RunPhases:  # P1 ends later, P2 starts later: same total
+        for row, change in zip(run.phases, (seconds, -seconds)):
+            wall = row["end"] - row["start"]
+            row["seconds"] *= (wall + change) / wall
+        run.phases[0]["end"] += seconds
+        run.phases[1]["start"] += seconds
+        return run
+
+    rng = random.Random(19)
+    moved = moved_boundary(_phases(18, 2, rng), 0.32)  # P1: 0.86 s against about 0.54 s
+    verdict = check(fitted, moved, _inputs(18, 2), None)
+    over = [c for c in verdict.comparisons if c.phase == "P1" and c.metric == "wall_s"]
+    assert over and over[0].z > 4 and over[0].run_change is not None and abs(over[0].run_change) < 0.1
+    assert not verdict.anomalous, verdict.departures
+    assert any(note.startswith("P1 ran over (duration 0.8") and "came from phases labelled otherwise" in note
+               for note in verdict.notes), verdict.notes
+    strict = check(fitted, moved, _inputs(18, 2), None, CheckOptions(excess_cover=0))
+    assert strict.anomalous and {d.phase for d in strict.departures} == {"P1"}  # the rule off: as before
+    longer = _phases(18, 2, rng)
+    longer.phases[0]["end"] += 0.32  # P1 lasts longer and P2 as long as ever: the run is 0.32 s longer
+    longer.phases[0]["seconds"] += 0.32
+    for key in ("start", "end"):
+        longer.phases[1][key] += 0.32
+    grown = check(fitted, longer, _inputs(18, 2), None)
+    assert grown.anomalous and any(d.phase == "P1" and d.metric == "wall_s" for d in grown.departures)
+    model = copy.deepcopy(fitted)
+    model["rare"]["P3"] = {"name": "gc", "runs": 3, "max_wall_s": 0.3, "max_share": 0.2}
+    relabelled = _phases(18, 2, rng)
+    relabelled.phases[1]["end"] -= 0.6  # the last 0.6 s of P2 labelled as the rare phase
+    relabelled.phases[1]["seconds"] -= 0.6
+    relabelled.phases.append({"label": "P3", "start": relabelled.phases[1]["end"],
+                              "end": relabelled.phases[1]["end"] + 0.6, "seconds": 0.6, "name": "gc",
+                              "profile": {"gc": 1.0}, "cpu_percent": 99.0, "peak_rss_bytes": 30e6, "io_bytes": None})
+    rare = check(model, relabelled, _inputs(18, 2), None)
+    assert not any(d.phase == "P3" for d in rare.departures), rare.departures
+    assert any(note.startswith("P3 ran 0.60 s; it was too rare") and "came from phases labelled otherwise" in note
+               for note in rare.notes), rare.notes
+    assert any(d.phase == "P3" for d in check(model, relabelled, _inputs(18, 2), None,
+                                              CheckOptions(excess_cover=0)).departures)
+
+
 def test_a_run_that_used_less_than_expected_is_no_anomaly_unless_shortfalls_are_judged(fitted):
     """bench_phases on Python 3.12, sqlparse (seeds 26, 27): five of six normal runs flagged were inputs the
     models knew less well, 25-65 % faster than estimated (z -4 to -11); no injected anomaly (a CPU hog, a
