@@ -218,7 +218,11 @@ def test_a_stretch_the_sampler_missed_while_the_program_was_busy_is_no_waiting_p
     assert [d.phase for d in stalled.departures][:1] == ["P3"]
 
 
-def test_a_rare_phase_departs_only_when_it_outlasts_every_training_run(fitted):
+def test_a_rare_phase_is_judged_through_the_run_it_lengthened(fitted):
+    """A phase seen in too few training runs to model has no estimate of its own; its time is judged
+    through the run's totals. bench_phases on Python 3.11 (seed 32, sqlparse): judged against the longest
+    of the one training run that had it (0.30 s), a normal run's 0.50 s flagged; six normal runs in seeds
+    28, 29 and 32 alike."""
     import copy
 
     model = copy.deepcopy(fitted)
@@ -232,8 +236,22 @@ def test_a_rare_phase_departs_only_when_it_outlasts_every_training_run(fitted):
     usual = check(model, _phases(18, 2, rng, extra=[idle(0.4)]), _inputs(18, 2), None)
     assert not any(d.phase == "P3" for d in usual.departures)
     assert any(c.phase == "run" for c in usual.comparisons)  # a quarter of the run without a phase model
-    long = check(model, _phases(18, 2, rng, extra=[idle(1.0)]), _inputs(18, 2), None)
-    assert long.anomalous and any("longer than any training run's 0.40 s" in d.describe() for d in long.departures)
+    assert any(note.startswith("P3 ran 0.40 s; it was too rare in training to have a model (3 run(s), longest 0.40 s)")
+               for note in usual.notes), usual.notes
+    long = check(model, _phases(18, 2, rng, extra=[idle(1.5)]), _inputs(18, 2), None)
+    assert long.anomalous and {d.phase for d in long.departures} == {"run"}
+    assert any(d.metric == "wall_s" for d in long.departures)
+    # seed 32's run: the rare phase (one training run, 0.30 s) lasted 0.50 s in a run 0.32 s over its whole-run
+    # estimate, within what the whole-run models allow a program whose runs vary with their input (z +1.0)
+    noisy = copy.deepcopy(model)
+    noisy["rare"]["P3"] = {"name": "gc", "runs": 1, "max_wall_s": 0.3, "max_share": 0.2}
+    for fitted_metric in noisy["whole_run"].values():
+        fitted_metric["residuals"]["spread"] = 0.2
+    longer = _phases(18, 2, rng, extra=[dict(idle(0.55), seconds=0.55, cpu_percent=99.0, profile={"gc": 1.0},
+                                             name="gc")])
+    verdict = check(noisy, longer, _inputs(18, 2), None)
+    assert not verdict.anomalous, verdict.departures
+    assert [c.z < 4 for c in verdict.comparisons if c.phase == "run" and c.metric == "wall_s"] == [True]
 
 
 def test_a_meta_input_that_barely_moves_is_not_a_candidate():
@@ -537,9 +555,7 @@ def test_a_phase_that_ran_over_departs_only_when_the_run_went_over_too(fitted):
     """bench_phases on Python 3.11, sqlparse (seed 30): the one normal run flagged had its formatting phase at
     1.06 s of CPU against 0.81 s estimated (z +8.3) in a run no longer than its whole-run estimate: the phase's
     boundary moved, its functions' own time did not. Time taken from another label is no time added; a phase
-    that really runs longer lengthens the run, and a rare phase past its longest training run is judged alike."""
-    import copy
-
+    that really runs longer lengthens the run."""
     def moved_boundary(run: RunPhases, seconds: float) -> RunPhases:  # P1 ends later, P2 starts later: same total
         for row, change in zip(run.phases, (seconds, -seconds)):
             wall = row["end"] - row["start"]
@@ -565,20 +581,6 @@ def test_a_phase_that_ran_over_departs_only_when_the_run_went_over_too(fitted):
         longer.phases[1][key] += 0.32
     grown = check(fitted, longer, _inputs(18, 2), None)
     assert grown.anomalous and any(d.phase == "P1" and d.metric == "wall_s" for d in grown.departures)
-    model = copy.deepcopy(fitted)
-    model["rare"]["P3"] = {"name": "gc", "runs": 3, "max_wall_s": 0.3, "max_share": 0.2}
-    relabelled = _phases(18, 2, rng)
-    relabelled.phases[1]["end"] -= 0.6  # the last 0.6 s of P2 labelled as the rare phase
-    relabelled.phases[1]["seconds"] -= 0.6
-    relabelled.phases.append({"label": "P3", "start": relabelled.phases[1]["end"],
-                              "end": relabelled.phases[1]["end"] + 0.6, "seconds": 0.6, "name": "gc",
-                              "profile": {"gc": 1.0}, "cpu_percent": 99.0, "peak_rss_bytes": 30e6, "io_bytes": None})
-    rare = check(model, relabelled, _inputs(18, 2), None)
-    assert not any(d.phase == "P3" for d in rare.departures), rare.departures
-    assert any(note.startswith("P3 ran 0.60 s; it was too rare") and "came from phases labelled otherwise" in note
-               for note in rare.notes), rare.notes
-    assert any(d.phase == "P3" for d in check(model, relabelled, _inputs(18, 2), None,
-                                              CheckOptions(excess_cover=0)).departures)
 
 
 def test_a_run_that_used_less_than_expected_is_no_anomaly_unless_shortfalls_are_judged(fitted):

@@ -5,9 +5,8 @@ of functions in common (f_sim). With a handful of functions on a phase's stacks,
 less (a helper at 5 % of one stretch) drops f_sim to 0.8, so a stretch of a known phase can get a label of
 its own in a few training runs (pycparser's parse, with ``CParser.parse`` at 82 % of one stretch: t_sim
 0.97-0.99 to the modelled parse phase, seen in 1-7 of 40 runs). Such a label is too rare to model, and a
-check then judges it against the longest it lasted in training while the phase it was cut from runs
-short: departures from normal runs (bench_phases, seed 23: 5 of pycparser's 100 normal runs flagged, 1
-with the fold).
+check cannot judge its stretch by the phase it was cut from (bench_phases, seed 23: 5 of pycparser's 100
+normal runs flagged when it was judged against the longest it lasted in training, 1 with the fold).
 
 Before fitting, each phase seen in fewer than ``min_runs`` training runs is folded into the modelled phase
 whose time shares it matches best, when that t_sim reaches the detector's threshold: its occurrences take
