@@ -195,8 +195,9 @@ def _is_phase_model(path: Path) -> bool:
                    "this share of the phase's shortfall too (else its time went to phases labelled otherwise); 0 "
                    "judges every shortfall.")
 @click.option("--excess-cover", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="A phase over its estimate departs only when the run's total went over its whole-run estimate by this share of the phase's excess too (else its "
-                   "time came from phases labelled otherwise); 0 judges every excess.")
+              help="A phase over its estimate departs only when the run's total went over its whole-run estimate "
+                   "by this share of the phase's excess too (else its time came from phases labelled otherwise); 0 "
+                   "judges every excess.")
 @click.option("--fail-on-anomaly", is_flag=True, help="Exit with status 1 when the run is anomalous (for CI).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k: float, min_relative: float,

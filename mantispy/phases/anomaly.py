@@ -16,9 +16,9 @@ only when the run's total went over its whole-run estimate too, by at least ``ex
 phase's excess: labels move between runs of one program, and a phase that grew while the run did not took
 its time from the phases around it (bench_phases on Python 3.11, seeds 30 and 31: each of the four false
 positives was a phase 30-115 % over its estimate in a run 0.4 s under to 0.05 s over its own; every injected
-anomaly adds time to the run, or starves it, or takes memory). A run that used less than expected (a phase shorter, with less CPU time, a lower peak of
-memory or less IO than its estimate) is no anomaly: such a value is noted, not judged, unless ``shortfalls``
-asks for it (CPU use is judged both ways: less of it is a starved program, the sign of a CPU hog or a
+anomaly adds time to the run, or starves it, or takes memory). A run that used less than expected (a
+phase shorter, with less CPU time, a lower peak of memory or less IO than its estimate) is no anomaly:
+such a value is noted, not judged, unless ``shortfalls`` asks for it (CPU use is judged both ways: less of it is a starved program, the sign of a CPU hog or a
 stall). Measured on bench_phases' stored runs (seeds 22-27, Python 3.11 and 3.12): most false positives
 that were left were runs of inputs the models knew less well, faster or leaner than estimated, and no
 injected anomaly (all of them take more) was found by a shortfall alone. With ``shortfalls``, a phase whose
