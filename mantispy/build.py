@@ -42,6 +42,7 @@ from mantispy.build_record import (
     MachineRecord,
     MetricRecord,
     OptionsRecord,
+    input_check_choice,
 )
 from mantispy.campaign import CALIBRATE_ALL, CampaignSpec, SpecError, load_spec
 from mantispy.content.stage import chosen_columns
@@ -120,6 +121,8 @@ class Verdict:
     detail: str = ""
     statements_kept: int = 0
     sample_fraction: float | None = None  # a sampled feature's: the share of each input file it was judged on
+    input_check: str | None = None  # a content or sampled feature's: the evaluator a package runs beside it
+    input_check_fraction: float | None = None  # ... and that evaluator's cost_fraction, judged with its own
 
     @property
     def cheap(self) -> bool:
@@ -158,6 +161,8 @@ class CostMeter:
                                  if not f.startswith(SAMPLED_PREFIX) or v.sample_fraction == sample_fraction}
         except (OSError, ValueError, TypeError, KeyError):
             pass
+        self.verdicts = {f: self.beside_input_check(v) if f.startswith(SAMPLED_PREFIX) else v
+                         for f, v in self.verdicts.items()}
         self.idle_s = idle_interpreter_seconds(spec.workdir)
         self.content_costs: dict[str, tuple[float | None, float | None]] = {}
         """Content feature id -> (median CPU seconds, median fraction of the run) on the training inputs."""
@@ -169,7 +174,7 @@ class CostMeter:
             return self.verdicts.setdefault(feature, Verdict(feature, "cheap", 0.0, 0.0,
                                                              "read from the input's arguments and file sizes"))
         if feature.startswith(CONTENT_PREFIX):  # chosen within the budget by the content stage
-            self.verdicts[feature] = self.content_verdict(feature)
+            self.verdicts[feature] = self.beside_input_check(self.content_verdict(feature))
             return self.verdicts[feature]
         found = self.verdicts.get(feature)
         if found is None:
@@ -178,7 +183,41 @@ class CostMeter:
                 found = dataclasses.replace(found, sample_fraction=self.sample_fraction)
             self.verdicts[feature] = found
             self._save()
+        if feature.startswith(SAMPLED_PREFIX):
+            found = self.verdicts[feature] = self.beside_input_check(found)
         return found
+
+    def input_check(self) -> tuple[str, float] | None:
+        """The evaluator a package runs beside its content and sampled features at the least, and its cost
+        as a share of the run: the input check of the verdicts so far
+        (:func:`~mantispy.build_record.input_check_choice`), which a package runs when no model uses a
+        program feature; one that does runs that feature's evaluator, which costs at least as much. None
+        while no program feature's evaluator has been measured."""
+        chosen = input_check_choice((f, v.status, v.cost_fraction) for f, v in self.verdicts.items())
+        if chosen is None:
+            return None
+        fraction = self.verdicts[chosen].cost_fraction
+        return (chosen, float(fraction)) if fraction is not None else None
+
+    def beside_input_check(self, verdict: Verdict) -> Verdict:
+        """A content or sampled feature's verdict judged with what a package must run beside it: cheap when
+        its own cost and the input check's (:meth:`input_check`) together keep within ``max_cost``. Its
+        ``cost_fraction`` stays its own; the verdict names the input check and its cost. The same verdict
+        judged again with a cheaper input check may become cheap again (the status follows from the two
+        costs alone)."""
+        own = verdict.cost_fraction
+        check = self.input_check()
+        if verdict.status not in ("cheap", "too expensive") or own is None or own > self.max_cost or check is None:
+            return verdict
+        name, fraction = check
+        judged = dataclasses.replace(verdict, input_check=name, input_check_fraction=fraction)
+        if own + fraction <= self.max_cost:
+            detail = verdict.detail if verdict.status == "cheap" else ""
+            return dataclasses.replace(judged, status="cheap", detail=detail)
+        return dataclasses.replace(judged, status="too expensive",
+                                   detail=f"{own:.1%} of the run time, and {fraction:.1%} for the evaluator a "
+                                          f"package runs beside it to check each input ({name}): "
+                                          f"{own + fraction:.1%} (limit {self.max_cost:.1%})")
 
     def content_verdict(self, feature: str) -> Verdict:
         """A content feature's verdict: its measured cost (the content stage offers only cheap ones)."""

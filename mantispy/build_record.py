@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from mantispy.runtime.content import CONTENT_PREFIX
+from mantispy.runtime.descriptors import INPUT_PREFIX
+from mantispy.runtime.sampled_input import SAMPLED_PREFIX
 
 BUILD_FORMAT = "mantispy-build"
 BUILD_VERSION = 1
@@ -397,3 +402,16 @@ class BuildRecord:
         found = self.campaign.noise.get(measured_metric(metric)) or {}
         floor = found.get("floor") if isinstance(found, dict) else None
         return float(floor) if isinstance(floor, (int, float)) and not isinstance(floor, bool) else None
+
+
+def input_check_choice(measured: Iterable[tuple[str, Any, Any]]) -> str | None:
+    """The feature whose evaluator a package runs to check each input when no model uses a program feature
+    (its slice runs the program's argument handling, so an input the program rejects is rejected): of the
+    program features whose evaluator the cost loop measured and found to agree with the program
+    (``measured``: feature, verdict status, cost in seconds or as a share of the run), the cheap one that
+    costs least, else the least costly one. Input descriptors, content and sampled features are no
+    evaluator of the whole input. None when none was measured."""
+    found = [(status != "cheap", float(cost), feature) for feature, status, cost in measured
+             if status in ("cheap", "too expensive") and isinstance(cost, (int, float)) and not isinstance(cost, bool)
+             and not feature.startswith((INPUT_PREFIX, CONTENT_PREFIX, SAMPLED_PREFIX))]
+    return min(found)[2] if found else None

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mantispy.build_record import BUILD_FILE, BuildRecord, EvaluatorRecord
+from mantispy.build_record import BUILD_FILE, BuildRecord, EvaluatorRecord, input_check_choice
 from mantispy.errors import BuildError
 from mantispy.modeling import artefact, selection
 from mantispy.modeling.fitting import measured_metric
@@ -219,13 +219,9 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
 
 
 def input_check_feature(record: BuildRecord) -> str | None:
-    """When no model uses a program feature, the feature whose evaluator checks each input instead: the
-    cheapest one the cost loop measured as agreeing with the program (its slice runs the program's
-    argument handling, so an input the program rejects is rejected). None when none was measured."""
-    measured = [(v.get("status") != "cheap", v.get("cost_s"), feature) for feature, v in record.verdicts.items()
-                if v.get("status") in ("cheap", "too expensive") and isinstance(v.get("cost_s"), (int, float))
-                and not feature.startswith((INPUT_PREFIX, CONTENT_PREFIX, SAMPLED_PREFIX))]
-    return min(measured)[2] if measured else None
+    """When no model uses a program feature, the feature whose evaluator checks each input instead
+    (:func:`~mantispy.build_record.input_check_choice` over the build's verdicts)."""
+    return input_check_choice((feature, v.get("status"), v.get("cost_s")) for feature, v in record.verdicts.items())
 
 
 def content_specs(builder, used: list[str]) -> list[dict[str, Any]]:

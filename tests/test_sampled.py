@@ -277,6 +277,49 @@ def test_a_cached_sampled_verdict_holds_for_its_fraction_only(tmp_path):
     assert dataclasses.asdict(first.verdicts["sampled:app.py:f:loop:1"])["sample_fraction"] == 0.05
 
 
+def test_a_stand_in_is_judged_with_the_input_check_a_package_runs_beside_it(tmp_path):
+    """PyYAML with --sample-fraction 0.025 (session 30): a stand-in judged at 4.0-4.6 % of a run and the input
+    check at 3.6 %, each under the 5 % budget alone, made a package costing 7.5-10 % per prediction."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from mantispy.build import CostMeter, Verdict
+    from mantispy.build_record import BuildRecord
+    from mantispy.predictor import input_check_feature
+
+    spec = SimpleNamespace(workdir=tmp_path)
+    items = [{"id": "a", "argv": ["a.txt"], "kwargs": None, "files": [], "wall_s": 1.0, "features": {}}]
+    meter = CostMeter(None, spec, items, 0.05, 1.0, tmp_path, "hash", 5, lambda _m: None, sample_fraction=0.025)
+    stand_in, content = "sampled:app.py:f:loop:1", "content:app.py:3:0"
+    meter.verdicts = {
+        "app.py:f:loop:1": Verdict("app.py:f:loop:1", "too expensive", 0.5, 0.5),
+        "app.py:main:branch:1": Verdict("app.py:main:branch:1", "cheap", 0.036, 0.036),
+        "app.py:main:branch:2": Verdict("app.py:main:branch:2", "evaluator disagrees", 0.001, 0.001),
+        stand_in: Verdict(stand_in, "cheap", 0.04, 0.04, sample_fraction=0.025)}
+    meter.content_costs = {content: (0.02, 0.02)}
+    judged = meter.verdict(stand_in)
+    assert judged.status == "too expensive" and judged.cost_fraction == 0.04
+    assert judged.input_check == "app.py:main:branch:1" and judged.input_check_fraction == 0.036
+    assert "app.py:main:branch:1" in judged.detail and "7.6%" in judged.detail and "limit 5.0%" in judged.detail
+    assert meter.verdict(content).status == "too expensive"
+    # the package's input check is the one the stand-in was judged with
+    record = BuildRecord(verdicts={f: dataclasses.asdict(v) for f, v in meter.verdicts.items()})
+    assert input_check_feature(record) == "app.py:main:branch:1"
+    meter._save()
+    cached = CostMeter(None, spec, items, 0.05, 1.0, tmp_path, "hash", 5, lambda _m: None, sample_fraction=0.025)
+    assert cached.verdicts[stand_in] == judged
+    # a cheaper input check measured later (or a rebuild that finds one): the same stand-in is cheap again
+    meter.verdicts["app.py:main:loop:1"] = Verdict("app.py:main:loop:1", "cheap", 0.005, 0.005)
+    again = meter.verdict(stand_in)
+    assert again.status == "cheap" and again.detail == "" and again.input_check == "app.py:main:loop:1"
+    assert meter.verdict(content).status == "cheap"
+    meter._save()
+    reread = CostMeter(None, spec, items, 0.05, 1.0, tmp_path, "hash", 5, lambda _m: None, sample_fraction=0.025)
+    assert reread.verdicts[stand_in].status == "cheap"
+    assert CostMeter(None, spec, items, 0.04, 1.0, tmp_path, "hash", 5, lambda _m: None,  # another budget: not reused
+                     sample_fraction=0.025).verdicts == {}
+
+
 def _ceiling(cheap: float | None, program: float | None) -> dict:
     """A model JSON's selection table with one candidate per view given."""
     rows = [{"view": "constant", "cv_median_rel_error": 0.5}]
