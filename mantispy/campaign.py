@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mantispy.runtime.descriptors import argv_files
+
 KNOWN_METRICS = ("wall_s", "cpu_s", "max_rss_kb")
 CAMPAIGN_NAME = re.compile(r"[^./\\\x00-\x1f][^/\\\x00-\x1f]{0,127}")
 """What a campaign name may be: it names the store's campaign and the build's work folder."""
@@ -101,9 +103,11 @@ class InputRecord:
     files: list[str] = field(default_factory=list)
 
     def descriptor(self, workdir: Path) -> dict[str, Any]:
-        """What the store keeps about the input (the black-box baseline's view)."""
+        """What the store keeps about the input (the black-box baseline's view): its arguments and the sizes
+        of its input files, the listed ``files`` or else, as a predictor finds them, the arguments that name
+        existing files (relative to ``workdir``)."""
         sizes = {}
-        for name in self.files:
+        for name in self.files or argv_files(self.argv, str(workdir)):
             path = (workdir / name) if not Path(name).is_absolute() else Path(name)
             sizes[name] = path.stat().st_size
         data: dict[str, Any] = {"argv": self.argv, "file_sizes": sizes}

@@ -155,6 +155,24 @@ def test_campaign_stores_metrics_features_failures_and_overhead(tmp_path):
     assert "metric:wall_s" in header and "work.py:fib:call" in header
 
 
+def test_an_input_without_listed_files_is_described_by_the_files_its_arguments_name(tmp_path):
+    """A generator yielding only argv (PyYAML's driver, tried as a new user: ``load.py data/y000.yaml``) left
+    the stored descriptor without the file's size, so neither the black box nor the models saw it, while the
+    predictor computes it from the same arguments."""
+    from mantispy.campaign import InputRecord
+    from mantispy.runtime.descriptors import describe_input, prefixed_numbers
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "y000.yaml").write_text("a: 1\n" * 30)
+    (tmp_path / "other.txt").write_text("x")
+    record = InputRecord("y000", argv=["data/y000.yaml", "--repeat", "2", "missing.yaml"])
+    stored = record.descriptor(tmp_path)
+    assert stored["file_sizes"] == {"data/y000.yaml": 150}
+    assert prefixed_numbers(stored) == prefixed_numbers(describe_input(record.argv, cwd=str(tmp_path)))
+    listed = InputRecord("y000", argv=["data/y000.yaml"], files=["other.txt"])  # listed files are what it reads
+    assert listed.descriptor(tmp_path)["file_sizes"] == {"other.txt": 1}
+
+
 def test_the_black_box_sees_the_same_knob_under_the_same_name_in_every_input():
     """Options are named by their flag, not their position (which shifts as options come and go), and
     files by their place in the input's list, not their name (unique per input, so useless to a model)."""
