@@ -19,9 +19,12 @@ text (undecodable bytes replaced). Standard library only: predictor packages car
 and compute the same numbers at prediction time that the build computed at training time.
 
 ``python -m mantispy.runtime.content JOB.json`` (the build's measuring child) reads ``{"features":
-[...], "inputs": [{"id", "files", "cwd"}]}`` and prints one JSON line per (input, feature) as soon as it
-is counted: ``{"input", "feature", "value", "seconds"}`` (``seconds``: CPU time of reading the files
-and counting, what a predictor computing that feature alone would pay).
+[...], "inputs": [{"id", "files", "cwd", "only"?, "window"?}]}`` and prints one JSON line per (input,
+feature) as soon as it is counted: ``{"input", "feature", "value", "seconds", "reading"}`` (``seconds``: CPU
+time of reading the files and counting, what a predictor computing that feature alone would pay;
+``reading``: the part of it spent reading). An input's
+``only`` lists the feature ids to count on it, in that order (default: every feature); its ``window``
+counts on that many bytes from the middle of its files instead of all of them.
 """
 
 from __future__ import annotations
@@ -79,18 +82,33 @@ def content_values(features: list[dict], files: list[str], cwd: str | None = Non
     return {f["id"]: float(count_matches(compile_feature(f), data, text)) for f in features}
 
 
+def middle(data: bytes, size: int) -> bytes:
+    """The ``size`` bytes in the middle of ``data`` (all of it when it is no longer)."""
+    if len(data) <= size:
+        return data
+    start = (len(data) - size) // 2
+    return data[start:start + size]
+
+
 def _measure(job: dict) -> None:
-    compiled = [(f["id"], compile_feature(f)) for f in job["features"]]
+    features = {f["id"]: f for f in job["features"]}
+    compiled: dict[str, re.Pattern] = {}  # compiled at first use: a pattern that fails fails in its turn
     for item in job["inputs"]:
         started = time.process_time()
         data = read_inputs(item["files"], item.get("cwd"))
+        if item.get("window"):
+            data = middle(data, int(item["window"]))
         text = data.decode("utf-8", errors="replace")
         reading = time.process_time() - started
-        for fid, pattern in compiled:
+        for fid in item.get("only") or list(features):
+            if fid not in compiled:
+                compiled[fid] = compile_feature(features[fid])
+            pattern = compiled[fid]
             started = time.process_time()
             value = count_matches(pattern, data, text)
             seconds = time.process_time() - started + reading
-            print(json.dumps({"input": item["id"], "feature": fid, "value": value, "seconds": seconds}), flush=True)
+            print(json.dumps({"input": item["id"], "feature": fid, "value": value, "seconds": seconds,
+                              "reading": reading}), flush=True)
 
 
 def main(argv: list[str]) -> None:

@@ -279,6 +279,44 @@ def test_a_pattern_that_backtracks_without_end_is_dropped_and_the_rest_measured(
     assert all(s >= 0 for row in result.seconds.values() for s in row.values())
 
 
+class _Record:
+    def __init__(self, iid, name):
+        self.id, self.files, self.argv = iid, [name], []
+
+
+def test_the_limit_holds_for_one_count_not_for_the_whole_child(tmp_path):
+    """Pygments compiles 1,003 patterns. The limit held for the child that counted them all: when their counts
+    together ran past it, the child was stopped, the pattern it was counting dropped though no slower than the
+    rest, and the input counted again from its start, so the stage dropped one innocent pattern per turn for
+    hours."""
+    import re
+    import time
+
+    from mantispy.runtime.content import count_matches
+
+    (tmp_path / "a.txt").write_text("lorem ipsum dolor sit amet consectetur " * 100000)  # 3.9 MB
+    patterns = [_candidate(rf"\b\w+{letter}\b", n) for n, letter in enumerate("abcdefghijkl", 1)]
+    data = (tmp_path / "a.txt").read_bytes()
+    started = time.process_time()
+    count_matches(re.compile(patterns[0].pattern), data)
+    one = time.process_time() - started
+    result = measure(patterns, [_Record("1", "a.txt")], tmp_path, limit_s=max(4 * one, 0.1))  # 12 counts: past it
+    assert result.dropped == {}
+    assert set(result.values["1"]) == {p.id for p in patterns}
+
+
+def test_a_candidate_far_over_the_budget_on_a_window_is_not_measured_further(tmp_path):
+    from mantispy.content.measure import SCREEN_BYTES, screen
+
+    (tmp_path / "big.txt").write_text(("word " * 20 + "\n") * 1000)  # 101 kB
+    (tmp_path / "small.txt").write_text("word " * 100)
+    cheap, costly = _candidate("word"), _candidate(r"(?s).*\.zz", 2)  # the second: quadratic in the text
+    out = screen([cheap, costly], _Record("1", "big.txt"), tmp_path, wall_s=1.0, max_cost=0.01, limit_s=30)
+    assert set(out) == {costly.id}
+    assert "too expensive" in out[costly.id] and f"{SCREEN_BYTES} bytes of input 1" in out[costly.id]
+    assert screen([cheap, costly], _Record("2", "small.txt"), tmp_path, wall_s=1.0, max_cost=0.01, limit_s=30) == {}
+
+
 def test_choose_offers_cheap_informative_new_candidates_only():
     ids = [str(n) for n in range(12)]
     rng = np.random.default_rng(1)

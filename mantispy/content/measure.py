@@ -1,17 +1,22 @@
 """Every candidate's value and cost on given inputs: ``python -m mantispy.runtime.content`` in a child
-process with a time limit. A pattern whose count runs past the limit (a regex that backtracks without
-end on this input) is dropped with its reason and the rest are measured again without it."""
+process, watched count by count. A pattern whose count runs past the limit (a regex that backtracks without
+end on this input) is dropped with its reason and a new child counts what was left after it. Before that,
+:func:`screen` leaves out the candidates whose count on a window of one input already costs far more than
+the budget."""
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mantispy.runtime.content import read_inputs
 from mantispy.runtime.descriptors import argv_files
 
 from .types import ContentFeature
@@ -24,6 +29,7 @@ class Measured:
     values: dict[str, dict[str, float]] = field(default_factory=dict)
     seconds: dict[str, dict[str, float]] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
+    reading: dict[str, float] = field(default_factory=dict)  # input id -> CPU seconds of reading its files
 
 
 def input_files(record, cwd: Path) -> list[str]:
@@ -31,36 +37,36 @@ def input_files(record, cwd: Path) -> list[str]:
     return list(record.files) if record.files else argv_files(list(record.argv), str(cwd))
 
 
-def measure(candidates: list[ContentFeature], records: list, cwd: Path, limit_s: float) -> Measured:
-    """Count every candidate on every record's files. ``limit_s``: the most one child may run before its
-    pattern in progress is dropped (as are patterns that fail to compile or count)."""
+def measure(candidates: list[ContentFeature], records: list, cwd: Path, limit_s: float,
+            window: int | None = None) -> Measured:
+    """Count every candidate on every record's files (``window``: on that many bytes from their middle).
+    ``limit_s``: the longest one count may run; a pattern whose count runs past it (a regex that backtracks
+    without end on this input), or fails, is dropped with its reason, and a new child counts what was left
+    after it."""
     result = Measured()
-    features = list(candidates)
-    pending = [(r.id, input_files(r, cwd)) for r in records]
-    while features and pending:
-        job = {"features": [f.runtime() for f in features],
-               "inputs": [{"id": iid, "files": files, "cwd": str(cwd)} for iid, files in pending]}
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-            json.dump(job, handle)
-        try:
-            lines, failed = _run(handle.name, limit_s)
-        finally:
-            os.unlink(handle.name)
+    alive = {f.id: f for f in candidates}
+    work = [(r.id, input_files(r, cwd), list(alive)) for r in records]  # per input: the counts still to make
+    while work and alive:
+        job = {"features": [f.runtime() for f in alive.values()],
+               "inputs": [{"id": iid, "files": files, "cwd": str(cwd), "only": todo,
+                           **({"window": window} if window else {})} for iid, files, todo in work]}
+        rows, failed = _run(job, limit_s)
         done: set[tuple[str, str]] = set()
-        for row in lines:
+        for row in rows:
             result.values.setdefault(row["input"], {})[row["feature"]] = float(row["value"])
             result.seconds.setdefault(row["input"], {})[row["feature"]] = float(row["seconds"])
+            result.reading[row["input"]] = float(row.get("reading", 0.0))
             done.add((row["input"], row["feature"]))
         if failed is None:
             break
-        order = [(iid, f.id) for iid, _ in pending for f in features]
-        culprit = next((pair for pair in order if pair not in done), None)
+        culprit = next(((iid, fid) for iid, _, todo in work for fid in todo if (iid, fid) not in done), None)
         if culprit is None:
             break
         result.dropped[culprit[1]] = f"input {culprit[0]}: {failed}"
-        features = [f for f in features if f.id != culprit[1]]
-        first = next(n for n, (iid, _) in enumerate(pending) if iid == culprit[0])
-        pending = pending[first:]  # from the culprit's input on, without it
+        del alive[culprit[1]]
+        work = [(iid, files, [fid for fid in todo if fid in alive and (iid, fid) not in done])
+                for iid, files, todo in work]
+        work = [item for item in work if item[2]]
     for fid in result.dropped:
         for table in (result.values, result.seconds):
             for row in table.values():
@@ -68,20 +74,97 @@ def measure(candidates: list[ContentFeature], records: list, cwd: Path, limit_s:
     return result
 
 
-def _run(job_path: str, limit_s: float) -> tuple[list[dict], str | None]:
-    """The child's JSON lines, and why it stopped early (None when it finished)."""
+SCREEN_BYTES = 4096
+"""The window of the median training input every candidate is first counted on."""
+SCREEN_FACTOR = 2.0
+"""A candidate whose count on that window, scaled to the input's size, costs this many times the budget is
+not measured further."""
+
+
+def screen(candidates: list[ContentFeature], record, cwd: Path, wall_s: float, max_cost: float,
+           limit_s: float) -> dict[str, str]:
+    """The candidates too costly to measure on every training input, with why: each is counted on
+    :data:`SCREEN_BYTES` from the middle of ``record``'s files (the median training input, whose run took
+    ``wall_s``), and one whose count there, scaled to the files' whole size, costs more than
+    :data:`SCREEN_FACTOR` x ``max_cost`` of that run is left out (a regex that takes time superlinear in
+    the text is only underestimated by the scaling). Counting a thousand regexes on every input (Pygments
+    compiles 1,003, many of them file-name globs that cost 0.1 s each on a 15 kB file) would take many
+    minutes for features no model could afford. Inputs no larger than the window are not screened."""
+    size = len(read_inputs(input_files(record, cwd), str(cwd)))
+    if size <= SCREEN_BYTES or wall_s <= 0:
+        return {}
+    sample = measure(candidates, [record], cwd, limit_s, window=SCREEN_BYTES)
+    out = dict(sample.dropped)
+    reading = sample.reading.get(record.id, 0.0)  # of the whole files: not scaled
+    for fid, seconds in sample.seconds.get(record.id, {}).items():
+        scaled = max(seconds - reading, 0.0) * size / SCREEN_BYTES + reading
+        if scaled > SCREEN_FACTOR * max_cost * wall_s:
+            out[fid] = (f"too expensive: {seconds * 1000:.1f} ms to count on {SCREEN_BYTES} bytes of input "
+                        f"{record.id}, {scaled / wall_s:.0%} of its run scaled to its {size} bytes (limit "
+                        f"{max_cost:.1%}; not measured further)")
+    return out
+
+
+def _run(job: dict, limit_s: float) -> tuple[list[dict], str | None]:
+    """The child's JSON lines, and why it stopped early (None when it finished). The child is stopped when
+    one count runs past ``limit_s`` (the first also has :data:`STARTUP_S` to start and read its input)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(job, handle)
     try:
-        proc = subprocess.run([sys.executable, "-m", "mantispy.runtime.content", job_path], capture_output=True,
-                              text=True, timeout=limit_s)
-        out, why = proc.stdout, None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["failed"])[-1]
-    except subprocess.TimeoutExpired as exc:
-        raw = exc.stdout or ""
-        out, why = raw.decode() if isinstance(raw, bytes) else raw, f"a count ran past {limit_s:.0f} s"
+        with tempfile.TemporaryFile() as errors:
+            proc = subprocess.Popen([sys.executable, "-m", "mantispy.runtime.content", handle.name],
+                                    stdout=subprocess.PIPE, stderr=errors)
+            try:
+                lines, finished = _lines_until_stalled(proc, limit_s)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+            errors.seek(0)
+            said = errors.read().decode("utf-8", errors="replace").strip().splitlines()
+    finally:
+        os.unlink(handle.name)
+    if not finished:
+        why: str | None = f"a count ran past {limit_s:.1f} s"
+    else:
+        why = None if proc.returncode == 0 else (said or ["failed"])[-1]
     rows = []
-    for line in out.splitlines():
+    for line in lines:
         try:
             rows.append(json.loads(line))
         except ValueError:
             continue
     return rows, why
 
+
+STARTUP_S = 10.0
+"""What the measuring child may take before its first count, beyond the per-count limit."""
+
+
+def _lines_until_stalled(proc: subprocess.Popen, limit_s: float) -> tuple[list[str], bool]:
+    """The lines ``proc`` printed, read as they come, until it closes its output (True) or prints nothing
+    for ``limit_s`` seconds (False)."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    selector = selectors.DefaultSelector()
+    selector.register(fd, selectors.EVENT_READ)
+    lines: list[str] = []
+    pending = b""
+    deadline = time.monotonic() + limit_s + STARTUP_S
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return lines, False
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                if pending:
+                    lines.append(pending.decode("utf-8", errors="replace"))
+                return lines, True
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            if complete:
+                lines += [line.decode("utf-8", errors="replace") for line in complete]
+                deadline = time.monotonic() + limit_s
+    finally:
+        selector.close()

@@ -17,9 +17,10 @@ from mantispy.runtime.descriptors import describe_input
 
 from . import choose as choosing
 from . import discover as discovering
+from . import measure as measuring
 from .choose import choose
 from .discover import discover
-from .measure import Measured, input_files, measure
+from .measure import Measured, input_files, measure, screen
 from .types import ContentError, ContentTable, read_table
 
 PROBE_INPUTS = 5
@@ -28,11 +29,13 @@ DETERMINISM_INPUTS = 3
 """Training inputs each chosen feature is counted on a second time."""
 
 TABLE_FILE = "content.json"
+COUNT_LIMIT_S = 2.0
+"""The least time one count may run before its pattern is dropped (else 5 x the slowest training run)."""
 
 
 def _key(source_hash: str, record_ids: list[str], train_ids: list[str], max_cost: float) -> str:
     digest = hashlib.sha256()
-    for module in (content_runtime, regex_probe, discovering, choosing):  # what finds, counts and chooses them
+    for module in (content_runtime, regex_probe, discovering, choosing, measuring):  # what finds, counts and chooses them
         digest.update(Path(str(module.__file__)).read_bytes())
     digest.update(",".join(sorted(record_ids)).encode())
     digest.update(",".join(sorted(train_ids)).encode())
@@ -64,9 +67,17 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
     candidates = discover(spec, _spread(by_time, PROBE_INPUTS), jobs=jobs, log=log)
     log(f"content features: the program compiled {len(candidates)} regular expression(s) of its own")
     walls = {i: train[i]["wall_s"] for i in train}
-    limit = max(10.0, 5 * sum(walls.values()))
+    limit = max(COUNT_LIMIT_S, 5 * max(walls.values(), default=0.0))
     workdir = Path(spec.workdir)
-    measured = measure(candidates, [records[i] for i in by_time], workdir, limit) if candidates else Measured()
+    screened: dict[str, str] = {}
+    if candidates and by_time:  # each first counted on a window of the median training input
+        median = by_time[len(by_time) // 2]
+        screened = screen(candidates, records[median], workdir, walls[median], max_cost, limit)
+        if screened:
+            log(f"content features: {len(screened)} left out as too expensive on a window of input {median}")
+    kept = [c for c in candidates if c.id not in screened]
+    measured = measure(kept, [records[i] for i in by_time], workdir, limit) if kept else Measured()
+    measured.dropped.update(screened)
     sizes = {i: _size(records[i], workdir) for i in train}
     metrics = {m: {i: row[m] for i, row in train.items() if m in row} for m in ("wall_s", "cpu_s", "max_rss_kb")}
     chosen, reasons = choose(candidates, measured, metrics, walls, sizes, max_cost)
@@ -81,7 +92,7 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
                 reasons[fid] = f"not deterministic: another count on input {(differs or ['?'])[0]} differs"
         rest = [records[i] for i in records if i not in train]
         if chosen and rest:
-            more = measure([by_id[f] for f in chosen], rest, workdir, max(10.0, limit * len(rest) / max(len(train), 1)))
+            more = measure([by_id[f] for f in chosen], rest, workdir, limit)
             for fid in more.dropped:
                 chosen.remove(fid)
                 reasons[fid] = f"failed on a held-out input: {more.dropped[fid]}"
