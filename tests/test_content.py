@@ -277,6 +277,10 @@ def test_a_pattern_that_backtracks_without_end_is_dropped_and_the_rest_measured(
     assert evil.id in result.dropped and "past" in result.dropped[evil.id]
     assert result.values == {"1": {good.id: 40.0}, "2": {good.id: 3.0}}
     assert all(s >= 0 for row in result.seconds.values() for s in row.values())
+    other = _candidate("b", 3)
+    shared = measure([good, evil, other], [Record("1", "a.txt"), Record("2", "b.txt")], tmp_path, limit_s=3, jobs=2)
+    assert set(shared.dropped) == {evil.id}  # two children, each counting its share
+    assert shared.values == {"1": {good.id: 40.0, other.id: 0.0}, "2": {good.id: 3.0, other.id: 3.0}}
 
 
 class _Record:

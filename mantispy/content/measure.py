@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,11 +39,23 @@ def input_files(record, cwd: Path) -> list[str]:
 
 
 def measure(candidates: list[ContentFeature], records: list, cwd: Path, limit_s: float,
-            window: int | None = None) -> Measured:
+            window: int | None = None, jobs: int = 1) -> Measured:
     """Count every candidate on every record's files (``window``: on that many bytes from their middle).
     ``limit_s``: the longest one count may run; a pattern whose count runs past it (a regex that backtracks
     without end on this input), or fails, is dropped with its reason, and a new child counts what was left
-    after it."""
+    after it. ``jobs``: children at a time, each counting its share of the candidates."""
+    shares = [candidates[n::jobs] for n in range(max(1, jobs))] if jobs > 1 else [candidates]
+    if len(shares) > 1:
+        with ThreadPoolExecutor(len(shares)) as pool:
+            parts = list(pool.map(lambda share: measure(share, records, cwd, limit_s, window), shares))
+        whole = Measured()
+        for part in parts:
+            for mine, theirs in ((whole.values, part.values), (whole.seconds, part.seconds)):
+                for iid, row in theirs.items():
+                    mine.setdefault(iid, {}).update(row)
+            whole.dropped.update(part.dropped)
+            whole.reading.update(part.reading)
+        return whole
     result = Measured()
     alive = {f.id: f for f in candidates}
     work = [(r.id, input_files(r, cwd), list(alive)) for r in records]  # per input: the counts still to make

@@ -76,7 +76,7 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
         if screened:
             log(f"content features: {len(screened)} left out as too expensive on a window of input {median}")
     kept = [c for c in candidates if c.id not in screened]
-    measured = measure(kept, [records[i] for i in by_time], workdir, limit) if kept else Measured()
+    measured = measure(kept, [records[i] for i in by_time], workdir, limit, jobs=jobs) if kept else Measured()
     measured.dropped.update(screened)
     sizes = {i: _size(records[i], workdir) for i in train}
     metrics = {m: {i: row[m] for i, row in train.items() if m in row} for m in ("wall_s", "cpu_s", "max_rss_kb")}
