@@ -51,8 +51,8 @@ def measure(candidates: list[ContentFeature], records: list, cwd: Path, limit_s:
         whole = Measured()
         for part in parts:
             for mine, theirs in ((whole.values, part.values), (whole.seconds, part.seconds)):
-                for iid, row in theirs.items():
-                    mine.setdefault(iid, {}).update(row)
+                for iid, counted in theirs.items():
+                    mine.setdefault(iid, {}).update(counted)
             whole.dropped.update(part.dropped)
             whole.reading.update(part.reading)
         return whole
