@@ -319,6 +319,7 @@ def test_a_candidate_far_over_the_budget_on_a_window_is_not_measured_further(tmp
     assert set(out) == {costly.id}
     assert "too expensive" in out[costly.id] and f"{SCREEN_BYTES} bytes of input 1" in out[costly.id]
     assert screen([cheap, costly], _Record("2", "small.txt"), tmp_path, wall_s=1.0, max_cost=0.01, limit_s=30) == {}
+    assert screen([cheap], _Record("3", "gone.txt"), tmp_path, wall_s=1.0, max_cost=0.01, limit_s=30) == {}
 
 
 def test_choose_offers_cheap_informative_new_candidates_only():

@@ -103,7 +103,10 @@ def screen(candidates: list[ContentFeature], record, cwd: Path, wall_s: float, m
     the text is only underestimated by the scaling). Counting a thousand regexes on every input (Pygments
     compiles 1,003, many of them file-name globs that cost 0.1 s each on a 15 kB file) would take many
     minutes for features no model could afford. Inputs no larger than the window are not screened."""
-    size = len(read_inputs(input_files(record, cwd), str(cwd)))
+    try:
+        size = len(read_inputs(input_files(record, cwd), str(cwd)))
+    except OSError:  # the counting child says why, input by input
+        return {}
     if size <= SCREEN_BYTES or wall_s <= 0:
         return {}
     sample = measure(candidates, [record], cwd, limit_s, window=SCREEN_BYTES)
@@ -150,7 +153,7 @@ def _run(job: dict, limit_s: float) -> tuple[list[dict], str | None]:
     return rows, why
 
 
-STARTUP_S = 10.0
+STARTUP_S = 2.0
 """What the measuring child may take before its first count, beyond the per-count limit."""
 
 
