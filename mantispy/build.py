@@ -204,10 +204,12 @@ class CostMeter:
         its own cost and the input check's (:meth:`input_check`) together keep within ``max_cost``. Its
         ``cost_fraction`` stays its own; the verdict names the input check and its cost. The same verdict
         judged again with a cheaper input check may become cheap again (the status follows from the two
-        costs alone)."""
+        costs alone). An input check over the budget by itself leaves the feature judged alone: the package
+        runs that check whatever its models use, so leaving the feature out would keep nothing within it."""
         own = verdict.cost_fraction
         check = self.input_check()
-        if verdict.status not in ("cheap", "too expensive") or own is None or own > self.max_cost or check is None:
+        if (verdict.status not in ("cheap", "too expensive") or own is None or own > self.max_cost or check is None
+                or check[1] > self.max_cost):
             return verdict
         name, fraction = check
         judged = dataclasses.replace(verdict, input_check=name, input_check_fraction=fraction)

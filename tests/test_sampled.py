@@ -318,6 +318,12 @@ def test_a_stand_in_is_judged_with_the_input_check_a_package_runs_beside_it(tmp_
     assert reread.verdicts[stand_in].status == "cheap"
     assert CostMeter(None, spec, items, 0.04, 1.0, tmp_path, "hash", 5, lambda _m: None,  # another budget: not reused
                      sample_fraction=0.025).verdicts == {}
+    # an input check over the budget by itself runs whatever the models use: the stand-in is judged alone
+    alone = CostMeter(None, spec, items, 0.05, 1.0, tmp_path / "alone", "hash", 5, lambda _m: None,
+                      sample_fraction=0.025)
+    alone.verdicts = {"app.py:main:branch:1": Verdict("app.py:main:branch:1", "too expensive", 0.08, 0.08),
+                      stand_in: Verdict(stand_in, "cheap", 0.04, 0.04, sample_fraction=0.025)}
+    assert alone.verdict(stand_in).status == "cheap" and alone.verdict(stand_in).input_check is None
 
 
 def _ceiling(cheap: float | None, program: float | None) -> dict:
