@@ -19,7 +19,9 @@ Locations (what a definition writes and a use reads):
   weakly defines ``ANY`` (every later use may depend on it) and uses ``ANY`` (it depends on every
   definition that reaches it); each is reported as an :class:`Unsupported` note with its location.
   ``obj.__dict__`` written through (``.update(...)``, ``[k] = v``, ``= d``) writes "some field"
-  (``ATTR_ANY``) and obj; read otherwise, it uses ``ANY`` (every field). ``__import__(...)`` only
+  (``ATTR_ANY``) and obj; read otherwise, it uses ``ANY`` (every field); under a constant key
+  (``.get("k")``, ``["k"]``, ``"k" in``) it is field ``k``, and the current module's own ``__dict__``
+  (``sys.modules[__name__]``) is its globals (see ``_Collector._object_dict``). ``__import__(...)`` only
   imports: a module body it may run writes import-time globals, which the SDG handles apart.
 
 Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
@@ -134,7 +136,24 @@ class Scopes:
     def __init__(self, source: str, file: str, root: CodeUnit) -> None:
         self.table_of: dict[int, symtable.SymbolTable] = {}
         self.unit_of_table: dict[int, CodeUnit] = {}
-        self._match(symtable.symtable(source, file, "exec"), root)
+        module = symtable.symtable(source, file, "exec")
+        self._match(module, root)
+        # the names the module binds (its ``__dict__`` when its body has run), and the globals bound to the
+        # module object itself (``oldmod = sys.modules[__name__]``) once and nowhere else
+        self.module_globals: frozenset[str] = frozenset(
+            s.get_name() for s in module.get_symbols() if s.is_assigned() or s.is_imported())
+        stores: dict[str, int] = defaultdict(int)
+        bound_to_self: set[str] = set()
+        for node in ast.walk(root.node):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores[node.id] += 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                stores.update({name: stores[name] + 2 for name in node.names})
+        for stmt in getattr(root.node, "body", []):
+            if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and is_current_module(stmt.value)):
+                bound_to_self.add(stmt.targets[0].id)
+        self.module_self_names: frozenset[str] = frozenset(n for n in bound_to_self if stores[n] == 1)
 
     def _match(self, table: symtable.SymbolTable, unit: CodeUnit) -> None:
         self.table_of[id(unit)] = table
@@ -185,6 +204,16 @@ def _is_global(table: symtable.SymbolTable, symbol: symtable.Symbol) -> bool:
     return symbol.is_global()
 
 
+def _constant_key(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def is_current_module(node: ast.AST) -> bool:
+    """``sys.modules[__name__]``: the module object whose body is running."""
+    return (isinstance(node, ast.Subscript) and dotted_name(node.value) == "sys.modules"
+            and isinstance(node.slice, ast.Name) and node.slice.id == "__name__")
+
+
 def dotted_name(node: ast.AST) -> str | None:
     """``a.b.c`` for an attribute chain over a name."""
     if isinstance(node, ast.Name):
@@ -207,6 +236,10 @@ class _Collector(ast.NodeVisitor):
         self.unit, self.scopes, self.access, self.nested = unit, scopes, access, nested
         self.internal = internal
         self.dict_writes: set[int] = set()  # ``obj.__dict__`` nodes that are written through
+        # ``obj.__dict__`` nodes used with a constant key (``.get("k")``, ``["k"]``, ``"k" in``): id -> the key
+        self.dict_keys: dict[int, str] = {}
+        # ``obj.__dict__`` nodes updated from the current module's own ``__dict__``: id -> the names copied
+        self.dict_copies: dict[int, frozenset[str]] = {}
 
     def var(self, name: str) -> Location:
         return self.scopes.resolve(self.unit, name)
@@ -245,8 +278,34 @@ class _Collector(ast.NodeVisitor):
     def _object_dict(self, node: ast.Attribute) -> None:
         """``obj.__dict__``: a store, or a mutation through it (``.update(...)``, ``[k] = v``), writes some
         field of obj (``ATTR_ANY``, which every field read uses) and obj; any other read of it reads
-        every field, which only ``ANY`` stands for (a use, reported as not modelled)."""
+        every field, which only ``ANY`` stands for (a use, reported as not modelled).
+
+        Two uses name their fields: a constant key (``obj.__dict__.get("k")``, ``["k"]``, ``"k" in``,
+        ``.setdefault("k", v)``) reads, or writes, field ``k`` alone; and the current module's own
+        ``__dict__`` (``sys.modules[__name__].__dict__``) holds the module's globals, so reading it reads
+        them, and copying it into another object (``new.__dict__.update(old.__dict__)``, Pygments'
+        lazy-loading module) writes those fields."""
         self.visit(node.value)
+        key = self.dict_keys.get(id(node))
+        if key is not None:
+            self.access.uses.add(("attr", key))
+            if id(node) in self.dict_writes:
+                self.access.define(("attr", key), strong=False)
+                root = self.root(node.value)
+                if root is not None:
+                    self.access.define(root, strong=False)
+            return
+        copied = self.dict_copies.get(id(node))
+        if copied is not None:
+            for name in copied:
+                self.access.define(("attr", name), strong=False)
+            root = self.root(node.value)
+            if root is not None:
+                self.access.define(root, strong=False)
+            return
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_writes and self._current_module(node.value):
+            self.access.uses.update(("var", "<module>", name) for name in self.scopes.module_globals)
+            return
         if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_writes:
             self.access.uses.add(ANY)
             self.access.unsupported.append((node.lineno, node.col_offset, "__dict__"))
@@ -256,7 +315,24 @@ class _Collector(ast.NodeVisitor):
         if root is not None:
             self.access.define(root, strong=False)
 
+    def _current_module(self, node: ast.AST) -> bool:
+        """``sys.modules[__name__]``, or a module global bound to it once and never rebound."""
+        if isinstance(node, ast.Name):
+            return self.var(node.id) == ("var", "<module>", node.id) and node.id in self.scopes.module_self_names
+        return is_current_module(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        constant = _constant_key(node.left)
+        if constant is not None and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            target = node.comparators[0]
+            if isinstance(target, ast.Attribute) and target.attr == "__dict__":
+                self.dict_keys[id(target)] = constant
+        self.generic_visit(node)
+
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        constant = _constant_key(node.slice)
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__" and constant is not None:
+            self.dict_keys[id(node.value)] = constant
         if isinstance(node.ctx, ast.Load):
             self.generic_visit(node)
             return
@@ -314,9 +390,16 @@ class _Collector(ast.NodeVisitor):
     # -- calls and their effects
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__"
-                and func.attr in DICT_MUTATORS):
-            self.dict_writes.add(id(func.value))
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__":
+            if func.attr in DICT_MUTATORS:
+                self.dict_writes.add(id(func.value))
+            constant = _constant_key(node.args[0]) if node.args else None
+            if constant is not None and func.attr in ("get", "setdefault", "pop", "__getitem__", "__contains__"):
+                self.dict_keys[id(func.value)] = constant
+            elif (func.attr == "update" and len(node.args) == 1 and not node.keywords
+                  and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "__dict__"
+                  and self._current_module(node.args[0].value)):
+                self.dict_copies[id(func.value)] = frozenset(self.scopes.module_globals)
         if isinstance(node.func, ast.Attribute) and isinstance(node.func.ctx, ast.Load):
             self.visit_Attribute(node.func, method_lookup=True)
             for child in [*node.args, *node.keywords]:

@@ -324,7 +324,8 @@ def test_writes_through_an_objects_dict_and_import_calls_are_modelled():
     """Whoosh's ``Token.__init__`` does ``self.__dict__.update(kwargs)`` and its columns
     ``__import__(module)``: the first writes "some field" of self (plain field reads depend on it), the
     second only imports; neither may touch *anything* (which made every caller of them depend on all
-    that came before). Reading ``obj.__dict__`` otherwise still reads every field."""
+    that came before). A constant key names its field (``self.__dict__["extra"] = 1`` writes ``extra``
+    alone). Reading ``obj.__dict__`` otherwise still reads every field."""
     g = graphs("""
         def f(self, kwargs, module):
             self.__dict__.update(kwargs)
@@ -332,11 +333,13 @@ def test_writes_through_an_objects_dict_and_import_calls_are_modelled():
             lib = __import__(module)
             size = self.size
             state = self.__dict__
+            extra = self.extra
             return size
     """)
     assert [(n.line, n.what) for n in g.unsupported] == [(7, "__dict__")]
     pdg = g.pdgs["f"]
     assert ("self.__dict__.update(kwargs)", "data:.*") in depends(pdg, "size = self.size")
-    assert ("self.__dict__['extra'] = 1", "data:.*") in depends(pdg, "size = self.size")
+    assert ("self.__dict__['extra'] = 1", "data:.*") not in depends(pdg, "size = self.size")
+    assert ("self.__dict__['extra'] = 1", "data:.extra") in depends(pdg, "extra = self.extra")
     assert not [d for d in depends(pdg, "return size") if d[1] == "data:any"]
     assert ("lib = __import__(module)", "data:any") not in depends(pdg, "state = self.__dict__")
