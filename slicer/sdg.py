@@ -799,6 +799,7 @@ def _local_effects(sdg: SDG) -> None:
                     proc.mutates_args = True
                     proc.mutated_params |= proc.param_aliases[loc]
                     proc.alias_writes.add(vid)
+    _star_imports_as_bindings(sdg)
     _mutation_through_calls(sdg)
     _import_time_constants(sdg)
     constant = sdg.constant_defs
@@ -1167,6 +1168,29 @@ def _memo_edges(sdg: SDG, proc: Procedure, node) -> None:
             for lookup in holding(cache.lookups):
                 if lookup != store:
                     sdg.add_edge(node(store), node(lookup), "data", ("memo", cache.name))
+
+
+def _star_imports_as_bindings(sdg: SDG) -> None:
+    """A module-level ``from m import *`` of a program module whose exports are known binds those names
+    (weakly: one m binds only on some path may not be bound) and reads nothing of the importing module;
+    it is not "anything", which made it depend on every statement before it (PyYAML's
+    ``yaml/__init__.py`` star-imports eight of its modules in a row, so ``yaml.SafeLoader`` tied every slice
+    that names it to ``Token.__repr__``'s ``getattr(self, key)``, which reads every import-time field). m's
+    names reach their readers as import-time constants (``global`` edges), as before."""
+    rewrites = []
+    for key, proc in sdg.procs.items():
+        if proc.unit.kind != "module":
+            continue
+        for vid, access in proc.access.items():
+            if ANY in access.defs and (exported := _star_import_exports(sdg, proc, vid)) is not None:
+                rewrites.append((access, exported, proc.cfg.vertices[vid].node))
+    for access, exported, node in rewrites:
+        del access.defs[ANY]
+        access.uses.discard(ANY)
+        for name in exported:
+            access.define(("var", "<module>", name), strong=False)
+            access.define(("attr", name), strong=False)
+        access.unsupported = [u for u in access.unsupported if (u[0], u[1]) != (node.lineno, node.col_offset)]
 
 
 def _star_import_exports(sdg: SDG, proc: Procedure, vid: int) -> set[str] | None:

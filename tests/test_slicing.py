@@ -1487,3 +1487,60 @@ def test_a_dict_field_under_a_constant_key_is_that_field_alone(tmp_path):
     rows = check_fidelity(session, root, [["3", "abc"], ["0", "xy"]], ["main.py:main:loop:1", "main.py:scan:loop:1"],
                           cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_star_import_of_a_program_module_binds_its_names_and_reads_nothing_before_it(tmp_path):
+    """PyYAML's ``yaml/__init__.py`` star-imports its modules in a row. Each was "anything", so
+    ``from .loader import *`` depended on ``from .tokens import *`` before it, and a slice naming
+    ``yaml.SafeLoader`` kept ``Token`` and its ``__repr__`` (a dunder: kept whole), whose
+    ``getattr(self, key)`` reads every import-time field of the program."""
+    root = write_program(tmp_path / "stars", {
+        "main.py": '''
+            import sys
+            import pkg
+
+
+            def main(argv):
+                loader = pkg.SafeLoader if argv[0] == "safe" else pkg.FullLoader
+                print(loader.__name__)
+
+
+            main(sys.argv[1:])
+            ''',
+        "pkg/__init__.py": '''
+            from .tokens import *
+            from .loader import *
+            ''',
+        "pkg/tokens.py": '''
+            class Token:
+                def __init__(self, value):
+                    self.value = value
+
+                def __repr__(self):
+                    keys = sorted(self.__dict__)
+                    return ", ".join(f"{key}={getattr(self, key)!r}" for key in keys)
+            ''',
+        "pkg/loader.py": '''
+            class Parser:
+                def parse_document(self, text):
+                    total = 0
+                    for ch in text:
+                        total += ord(ch)
+                    return total
+
+
+            class SafeLoader(Parser):
+                pass
+
+
+            class FullLoader(Parser):
+                pass
+            ''',
+    })
+    session = SliceSession(root, "main.py")
+    result = session.slice("main.py:main:branch:1")
+    assert kept_lines(result, "pkg/tokens.py") == set(), result.kept
+    assert line_of(root, "pkg/__init__.py", "from .tokens import *") not in kept_lines(result, "pkg/__init__.py")
+    assert line_of(root, "pkg/__init__.py", "from .loader import *") in kept_lines(result, "pkg/__init__.py")
+    rows = check_fidelity(session, root, [["safe"], ["full"]], ["main.py:main:branch:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
