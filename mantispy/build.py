@@ -239,9 +239,10 @@ class CostMeter:
         if not total:
             return None
         kept_lines = {(f, span[0]) for f, spans in result.kept.items() for span in spans}
-        # Units the slice runs: callees of its kept call sites (a kept body nothing in the slice calls,
-        # such as an escaping callback, is not counted: the estimate errs low, and then it is measured).
-        called = {tuple(c.split(":", 1)) for call in result.calls for c in call.get("callees", [])}
+        # Units the slice runs: those its module bodies reach through kept call sites (a kept body nothing
+        # in the slice calls, such as an escaping callback or the __init__ of a class the slice only names,
+        # is not counted, nor what its own calls reach: the estimate errs low, and then it is measured).
+        called = reached_units(result.calls, features)
         kept = 0.0
         for fid, count in work.items():
             info = features[fid]
@@ -434,6 +435,32 @@ below it is measured. At ``max_cost >= 1/6`` nothing is rejected unmeasured."""
 def estimate_limit(max_cost: float) -> float:
     """The share of the program's work above which a slice is rejected unmeasured (see ESTIMATE_FACTOR)."""
     return ESTIMATE_FACTOR * max_cost if ESTIMATE_FACTOR * max_cost < 1.0 else math.inf
+
+
+def reached_units(calls: list[dict[str, Any]], features: dict[str, dict[str, Any]]) -> set[tuple[str, str]]:
+    """(file, qualname) of the functions a slice's kept call sites (``SliceResult.calls``) reach from module
+    bodies, transitively: a site inside a function counts only once that function is reached. A site is
+    placed in the innermost function (a ``call`` feature's span) holding its line; one outside every
+    function is module code, which runs when its module is imported."""
+    functions: dict[str, list[tuple[int, int, str]]] = {}
+    for info in features.values():
+        if info["kind"] == "call":
+            functions.setdefault(info["file"], []).append((info["span"][0], info["span"][2], info["qualname"]))
+    callees_of: dict[tuple[str, str] | None, set[tuple[str, str]]] = {}
+    for call in calls:
+        file, line, _ = call["site"].rsplit(":", 2)
+        line = int(line)
+        holders = [(end - start, name) for start, end, name in functions.get(file, ()) if start <= line <= end]
+        unit = (file, min(holders)[1]) if holders else None
+        callees_of.setdefault(unit, set()).update(tuple(c.split(":", 1)) for c in call.get("callees", []))
+    reached: set[tuple[str, str]] = set()
+    todo = list(callees_of.get(None, ()))
+    while todo:
+        unit = todo.pop()
+        if unit not in reached:
+            reached.add(unit)
+            todo.extend(callees_of.get(unit, ()))
+    return reached
 
 
 def _dynamic_work(features: dict[str, dict[str, Any]], counts: dict[str, float]) -> dict[str, float]:
