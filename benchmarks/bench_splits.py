@@ -65,7 +65,7 @@ def not_cheap(folder: Path, store: RunStore, campaign) -> tuple[set[str], tuple[
 
 
 def fit_splits(folder: Path, seeds: range, train_fraction: float, average: int = FitRequest.average,
-               penalty: str = FitRequest.penalty) -> list[dict]:
+               penalty: str = FitRequest.penalty, view_confidence: float = FitRequest.view_confidence) -> list[dict]:
     """The CPU-time model refitted on each split: the held-out errors of the model and the black box."""
     extra = content_columns(folder)
     rows = []
@@ -75,7 +75,7 @@ def fit_splits(folder: Path, seeds: range, train_fraction: float, average: int =
         for seed in seeds:
             request = FitRequest(metric=METRIC, degree=3, train_fraction=train_fraction, seed=seed, exclude=excluded,
                                  sensitivity=False, metrics_from="original", extra_features=extra, average=average,
-                                 penalty=penalty)
+                                 penalty=penalty, view_confidence=view_confidence)
             model = fit_campaign(store, campaign.name, request)
             evaluation = model["evaluation"]
             rows.append({"seed": seed, "model": evaluation["test"]["median_rel_error"],
@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the LASSO penalty of every fit (plain: as before the adaptive one)")
     parser.add_argument("--average", type=int, default=FitRequest.average,
                         help="candidates averaged per model (1: the best alone, as before model averaging)")
+    parser.add_argument("--view-confidence", type=float, default=FitRequest.view_confidence,
+                        help="a view richer than the input descriptors needs this share of paired resamples (0: off)")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     args = parser.parse_args(argv)
     started = time.time()
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         record = json.loads((folder / "predictor" / "build.json").read_text())
         fraction = float(record["options"]["train_fraction"])
         rows = fit_splits(folder, range(args.first_seed, args.first_seed + args.splits), fraction, args.average,
-                          args.penalty)
+                          args.penalty, args.view_confidence)
         s = summary(rows)
         inputs = record["campaign"]["inputs"]
         chosen = ", ".join(f"{label} {count}" for label, count in sorted(s["chosen"].items(), key=lambda kv: -kv[1]))
@@ -153,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     minutes = (time.time() - started) / 60
     header = [
         f"Command: `python benchmarks/bench_splits.py --programs {args.programs} --splits {args.splits} "
-        f"--average {args.average} --first-seed {args.first_seed} --penalty {args.penalty}` "
+        f"--average {args.average} --first-seed {args.first_seed} --penalty {args.penalty} "
+        f"--view-confidence {args.view_confidence:g}` "
         f"({minutes:.1f} min). Each suite build's CPU-time model refitted on its stored runs over {args.splits} "
         f"train/test splits (seeds {args.first_seed}.., the build's training fraction), offered only the features the build's cost "
         "loop judged cheap; the black box (the best of the same forms on the input descriptors) on the same "

@@ -53,6 +53,7 @@ from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
 from mantispy.modeling.averaging import ENSEMBLE_SIZE
+from mantispy.modeling.defaults import VIEW_CONFIDENCE
 from mantispy.modeling.fitting import (
     FitRequest,
     fit_campaign,
@@ -107,6 +108,7 @@ class BuildOptions:
     average: int = ENSEMBLE_SIZE  # each model: the geometric mean of this many best-ranked candidates (1: the best)
     content: bool = True  # content features: matches of the program's own regexes in the input files
     sample_fraction: float = 0.0  # sampled features: counters counted on this share of each input file (0: none)
+    view_confidence: float = VIEW_CONFIDENCE  # a view richer than the descriptors needs this share of resamples
 
 
 # ====================================================================== evaluator verdicts
@@ -859,7 +861,7 @@ class Builder:
                              penalty=self.options.penalty,
                              unusable_inputs=tuple(getattr(self, "unusable_inputs", ())),
                              extra_features=getattr(self, "extra_columns", self.content_columns),
-                             average=self.options.average,
+                             average=self.options.average, view_confidence=self.options.view_confidence,
                              interval_from="leave-one-input-out" if sensitivity else "out-of-fold")
         gate = self.sampling_gates.get(metric)
         if gate is not None and not gate.open:  # its stand-ins were taken for the other metrics' models
@@ -909,6 +911,7 @@ class Builder:
                                   method=self.options.method, max_rounds=self.options.max_rounds,
                                   form=self.options.form, solver=self.options.solver, penalty=self.options.penalty,
                                   sample_fraction=self.options.sample_fraction,
+                                  view_confidence=self.options.view_confidence,
                                   original_repeats=self.spec.original_repeats,
                                   estimate_limit=limit if math.isfinite(limit) else None,
                                   cost_inputs=[i["id"] for i in meter.inputs]),

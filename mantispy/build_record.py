@@ -161,6 +161,7 @@ class OptionsRecord:
     solver: str | None = None
     penalty: str | None = None
     sample_fraction: float | None = None  # sampled features' share of each input file (0: none offered)
+    view_confidence: float | None = None  # the model selection's view-confidence rule (0: off; None: before it)
     original_repeats: int | None = None
     estimate_limit: float | None = None
     cost_inputs: list[str] = field(default_factory=list)
@@ -172,6 +173,7 @@ class OptionsRecord:
                    degree=r.integer("degree"), seed=r.integer("seed"), method=r.optional_text("method"),
                    max_rounds=r.integer("max_rounds"), form=r.optional_text("form"), solver=r.optional_text("solver"),
                    penalty=r.optional_text("penalty"), sample_fraction=r.number("sample_fraction"),
+                   view_confidence=r.number("view_confidence"),
                    original_repeats=r.integer("original_repeats"), estimate_limit=r.number("estimate_limit"),
                    cost_inputs=r.texts("cost_inputs"))
 

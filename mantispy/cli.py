@@ -26,6 +26,7 @@ from mantispy.cli_sampling import register as _register_sampling_verbs
 from mantispy.core.version import VERSION as __version__
 from mantispy.core.watchdog import WATCHDOG
 from mantispy.errors import DEBUG_ENV, EXIT_FAILED, FailureError, UserError
+from mantispy.modeling.defaults import VIEW_CONFIDENCE
 
 
 def _output_file(out: Path, is_ours, what: str, force: bool = False, **protected: Path | None) -> None:
@@ -625,10 +626,14 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
 @click.option("--penalty", type=click.Choice(["adaptive", "plain"]), default="adaptive", show_default=True,
               help="LASSO penalty: adaptive (terms scaled by their ridge coefficients first; keeps small noisy terms out) or plain (the paper's).")
+@click.option("--view-confidence", type=click.FloatRange(0.0, 1.0), default=VIEW_CONFIDENCE, show_default=True,
+              help="A model view richer than the input descriptors (content, sampled or program features) is chosen only "
+                   "where it beats the simpler views on cross-validation in this share of paired resamples of the "
+                   "training inputs (0: the smallest cross-validated error alone decides).")
 @click.option("-o", "--out", "out", default="model.json", show_default=True, type=click.Path(path_type=Path), help="Model JSON to write.")
 def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, train_fraction: float, method: str,
         seed: int, exclude: tuple[str, ...], no_sensitivity: bool, form: str, average: int, metrics_from: str,
-        no_inputs: bool, solver: str, penalty: str, out: Path) -> None:
+        no_inputs: bool, solver: str, penalty: str, view_confidence: float, out: Path) -> None:
     """Select the few features that explain a metric and fit a compact polynomial (SPORE)."""
     from mantispy.modeling import artefact
     from mantispy.modeling.fitting import FitRequest, ModelingError, fit_campaign
@@ -637,7 +642,8 @@ def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, t
     store = _open_store(store_path)
     request = FitRequest(metric=metric, degree=degree, train_fraction=train_fraction, method=method, seed=seed,
                          exclude=exclude, sensitivity=not no_sensitivity, form=form, metrics_from=metrics_from,
-                         inputs=not no_inputs, solver=solver, penalty=penalty, average=average)
+                         inputs=not no_inputs, solver=solver, penalty=penalty, average=average,
+                         view_confidence=view_confidence)
     try:
         model = fit_campaign(store, campaign_name, request)
     except ModelingError as exc:

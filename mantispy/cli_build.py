@@ -12,6 +12,7 @@ import click
 
 from mantispy.build_record import BuildRecord, BuildRecordError, EvaluatorRecord
 from mantispy.errors import BuildError, FailureError, UserError
+from mantispy.modeling.defaults import VIEW_CONFIDENCE
 from mantispy.outputs import OutputError, check_folder, refuse_overlap
 
 
@@ -51,6 +52,10 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
               help="Final LASSO stage: scikit-learn's coordinate descent or glmnet (pip install 'mantispy[glmnet]').")
 @click.option("--penalty", type=click.Choice(["adaptive", "plain"]), default="adaptive", show_default=True,
               help="LASSO penalty: adaptive (terms scaled by their ridge coefficients first; keeps small noisy terms out) or plain (the paper's).")
+@click.option("--view-confidence", type=click.FloatRange(0.0, 1.0), default=VIEW_CONFIDENCE, show_default=True,
+              help="A model view richer than the input descriptors (content, sampled or program features) is chosen only "
+                   "where it beats the simpler views on cross-validation in this share of paired resamples of the "
+                   "training inputs (0: the smallest cross-validated error alone decides).")
 @click.option("--frontier", default=None, metavar="B1,B2,...",
               help="One predictor per --max-cost budget (OUT/max-cost-B), profiled once; writes OUT/frontier.md/.json/.svg.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines; only errors and the closing table.")
@@ -58,7 +63,8 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
 def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...], max_cost: float, train_fraction: float,
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
           validate_inputs: int | None, static_only: bool, force: bool, form: str, average: int, repeats: int | None,
-          no_inputs: bool, no_content: bool, sample_fraction: float, solver: str, penalty: str, frontier: str | None,
+          no_inputs: bool, no_content: bool, sample_fraction: float, solver: str, penalty: str, view_confidence: float,
+          frontier: str | None,
           quiet: bool = False, verbose: bool = False) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildOptions
@@ -71,7 +77,7 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
                            observed_calls=not static_only, form=form, average=average, repeats=repeats,
                            inputs=not no_inputs, content=not no_content, sample_fraction=sample_fraction,
-                           solver=solver, penalty=penalty)
+                           solver=solver, penalty=penalty, view_confidence=view_confidence)
     log = progress_log(quiet, verbose)
     if frontier is not None:
         _build_frontier(options, frontier, log)

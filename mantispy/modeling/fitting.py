@@ -24,6 +24,7 @@ from mantispy.runtime.sampled_input import SAMPLED_PREFIX
 from mantispy.store import RunStore, StoreError
 
 from . import artefact, averaging, selection, work
+from .defaults import VIEW_CONFIDENCE
 from .spore import FORMS, ModelingError, SporeRegressor
 
 METRIC_ALIASES = {"wall": "wall_s", "cpu": "cpu_s", "rss": "max_rss_kb", "memory": "max_rss_kb", "work": "work_s"}
@@ -61,6 +62,10 @@ class FitRequest:
     # the model is the geometric mean of this many of the candidates cross-validation ranks best (1: the best
     # alone); the black box is averaged the same way (mantispy.modeling.averaging)
     average: int = averaging.ENSEMBLE_SIZE
+    # a view richer than the input descriptors is chosen only where it beats the simpler views' best in this
+    # share of paired resamples of the training inputs (0: the smallest cross-validated error alone decides;
+    # mantispy.modeling.selection.confident_view)
+    view_confidence: float = VIEW_CONFIDENCE
 
 
 def resolve_metric(name: str) -> str:
@@ -192,7 +197,8 @@ def _select(train, program_columns, input_columns, metric_col, request: FitReque
     y = train[metric_col].to_numpy(dtype=float)
     return selection.select(train, program_columns, input_columns, y, train["input_id"].to_numpy(),
                             _forms(request), lambda c: _estimator(request, c), folds=request.folds, seed=request.seed,
-                            content_columns=content_columns, sampled_columns=sampled_columns)
+                            content_columns=content_columns, sampled_columns=sampled_columns,
+                            view_confidence=request.view_confidence)
 
 
 def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest, log=lambda _m: None) -> dict[str, Any]:
@@ -236,7 +242,8 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     chosen = chosen_selection.chosen
     assert chosen is not None
     floor = float(y_train.min()) / 10
-    averaged = averaging.members(chosen_selection, size=request.average) if request.average > 1 else [chosen]
+    averaged = (averaging.members(chosen_selection, views=chosen_selection.views, size=request.average)
+                if request.average > 1 else [chosen])
     if len(averaged) < 2:
         averaged = [chosen]
     fitted = [_fit_member(frame, scored, metric, metric_col, train_ids, test_ids, request, floor) for scored in averaged]

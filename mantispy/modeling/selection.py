@@ -46,6 +46,8 @@ from .spore import ModelingError, SporeRegressor
 
 VIEWS = ("constant", "inputs", "content", "sampled", "program")
 DEFAULT_LEVELS = (0.1, 0.9)
+RESAMPLES = 400
+"""Paired bootstrap resamples of the training inputs behind :func:`share_better`."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class Selection:
     scored: list[Scored] = field(default_factory=list)
     chosen: Scored | None = None
     reason: str = ""
+    views: tuple[str, ...] = VIEWS  # the views the model may draw from (averaging's members included)
+    confidence: dict[str, Any] | None = None  # the view-confidence rule's comparison, when it ran
 
     def ranked(self, views: Sequence[str] = VIEWS) -> list[Scored]:
         """The scored candidates of ``views`` that could be fitted, best first (ties: the simpler view)."""
@@ -139,9 +143,12 @@ class Selection:
     def to_json(self) -> dict[str, Any]:
         """What the model JSON keeps of the selection."""
         assert self.chosen is not None
-        return {"criterion": "median relative error of out-of-fold predictions (grouped k-fold over training inputs)",
-                "chosen": self.chosen.candidate.label, "reason": self.reason,
-                "candidates": [s.row() for s in self.scored]}
+        out: dict[str, Any] = {"criterion": "median relative error of out-of-fold predictions (grouped k-fold over training inputs)",
+               "chosen": self.chosen.candidate.label, "reason": self.reason,
+               "candidates": [s.row() for s in self.scored]}
+        if self.confidence is not None:
+            out["view_confidence"] = self.confidence
+        return out
 
 
 EstimatorFactory = Callable[[Candidate], SporeRegressor]
@@ -167,9 +174,14 @@ def score(candidate: Candidate, frame, columns: list[str], y: np.ndarray, groups
 
 def select(frame, program_columns: list[str], input_columns: list[str], y: np.ndarray, groups: np.ndarray,
            forms: list[tuple[str, int]], make: EstimatorFactory, folds: int = 5, seed: int = 0,
-           content_columns: Sequence[str] = (), sampled_columns: Sequence[str] = ()) -> Selection:
+           content_columns: Sequence[str] = (), sampled_columns: Sequence[str] = (),
+           view_confidence: float = 0.0) -> Selection:
     """Score the constant, the inputs', the content view's (``content_columns`` with the inputs), the sampled
-    view's (``sampled_columns`` with those) and the program's candidates; choose the best (ties: simplest)."""
+    view's (``sampled_columns`` with those) and the program's candidates; choose the best (ties: simplest).
+
+    With ``view_confidence`` > 0, a view richer than the input descriptors keeps the choice only where it is
+    confidently better than each simpler view (:func:`confident_view`); otherwise the model is drawn from the
+    simplest view it did not beat with that confidence."""
     splits = group_folds(groups, folds, seed)
     selection = Selection()
     selection.scored.append(score(Candidate("constant"), frame, [], y, groups, splits, make))
@@ -190,6 +202,10 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
                                           splits, make))
     chosen = (selection.ranked() or selection.scored)[0]  # every candidate failing: the constant's row
     selection.chosen = chosen
+    if view_confidence > 0 and math.isfinite(chosen.error):
+        demoted = confident_view(selection, y, groups, view_confidence, seed)
+        if demoted is not None:
+            return demoted
     best_program = selection.best("program")
     best_inputs = selection.best("inputs")
     if chosen.candidate.view == "constant" and (best_program or best_inputs):
@@ -204,6 +220,67 @@ def select(frame, program_columns: list[str], input_columns: list[str], y: np.nd
     else:
         selection.reason = f"smallest cross-validated error ({chosen.error:.1%})"
     return selection
+
+
+def share_better(better: Scored, worse: Scored, y: np.ndarray, groups: np.ndarray, resamples: int = RESAMPLES,
+                 seed: int = 0) -> float:
+    """The share of paired bootstrap resamples of the training inputs (inputs drawn with replacement, each
+    with all its rows) in which ``better``'s out-of-fold predictions have a smaller median relative error
+    than ``worse``'s (ties count half)."""
+    errors_a = relative_error(better.predictions, y)
+    errors_b = relative_error(worse.predictions, y)
+    unique, inverse = np.unique(groups, return_inverse=True)
+    rows = [np.flatnonzero(inverse == k) for k in range(len(unique))]
+    rng = np.random.default_rng(seed)
+    wins = 0.0
+    for _ in range(resamples):
+        picked = np.concatenate([rows[k] for k in rng.integers(0, len(unique), len(unique))])
+        a, b = float(np.median(errors_a[picked])), float(np.median(errors_b[picked]))
+        wins += 1.0 if a < b else 0.5 if a == b else 0.0
+    return wins / resamples
+
+
+def confident_view(selection: Selection, y: np.ndarray, groups: np.ndarray, confidence: float,
+                   seed: int = 0) -> Selection | None:
+    """The view-confidence rule. Where the best candidate's view is richer than the input descriptors, the
+    views are walked from the descriptors' up to the best's (inputs, content, sampled, program): a richer
+    view's best candidate takes over from the view held so far only where it is better than that view's
+    best in at least ``confidence`` of the paired resamples of :func:`share_better`. The model is then drawn
+    from the view held at the end and the simpler ones (``selection.views``; the constant stays with the
+    ranking). Returns the changed selection, or None when the best candidate's view keeps the choice.
+
+    Why: on tens of training inputs the cross-validated errors of close candidates are noisy, and a richer
+    view that wins there by a little can lose to the black box on the held-out inputs."""
+    best = selection.chosen
+    assert best is not None
+    held = selection.best("inputs")
+    if best.candidate.view in ("constant", "inputs") or held is None or not math.isfinite(held.error):
+        return None
+    compared = []
+    for view in VIEWS[2:VIEWS.index(best.candidate.view) + 1]:
+        rival = selection.best(view)
+        if rival is None or not math.isfinite(rival.error) or rival.error >= held.error:
+            continue
+        share = share_better(rival, held, y, groups, seed=seed)
+        compared.append({"candidate": rival.candidate.label, "against": held.candidate.label, "share": share})
+        if share >= confidence:
+            held = rival
+    selection.confidence = {"required": confidence, "resamples": RESAMPLES, "compared": compared,
+                            "kept": held.candidate.view}
+    if held.candidate.view == best.candidate.view:
+        return None
+    selection.views = VIEWS[:VIEWS.index(held.candidate.view) + 1]
+    selection.chosen = selection.ranked(selection.views)[0]
+    selection.reason = (f"{best.candidate.label} ({best.error:.1%}) was not better than {held.candidate.label} "
+                        f"({held.error:.1%}) on cross-validation in {confidence:.0%} of {RESAMPLES} resamples of the "
+                        f"training inputs, so the model keeps to the {_view_words(held.candidate.view)}")
+    return selection
+
+
+def _view_words(view: str) -> str:
+    return {"inputs": "input descriptors (what the black box sees)",
+            "content": "input descriptors and content features",
+            "sampled": "input descriptors, content and sampled features"}[view]
 
 
 def leave_one_input_out(scored: Scored, frame, y: np.ndarray, groups: np.ndarray, make: EstimatorFactory,
