@@ -26,8 +26,8 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
         said.append(f"{metric}: the model is a constant ({model.get('intercept', 0):.4g}): nothing it may use beat a "
                     "constant on cross-validation, so it says nothing about a particular input")
     elif model.get("scaling") and all(f.startswith("input:") for f in model["scaling"]):
-        said.append(f"{metric}: the model uses only the input descriptors (what the black box sees), because they "
-                    "did as well as the program's cheap features on cross-validation")
+        said.append(f"{metric}: the model uses only the input descriptors (what the black box sees), because "
+                    + (_view_rule_words(model) or "they did as well as the program's cheap features on cross-validation"))
     box = validation.get("blackbox") or {}
     if error is not None and box.get("available") and box.get("median_rel_error") is not None:
         bb = box["median_rel_error"]
@@ -57,6 +57,20 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     if coverage is not None and level:
         said.append(coverage_verdict(metric, coverage, level, validation.get("interval_n") or validation.get("n")))
     return said
+
+
+def _view_rule_words(model: dict) -> str | None:
+    """Why the view-confidence rule (``--view-confidence``) kept the model to the descriptors, or None."""
+    rule = (model.get("selection") or {}).get("view_confidence")
+    if not isinstance(rule, dict) or rule.get("kept") != "inputs":
+        return None
+    lost = [c for c in rule.get("compared") or () if isinstance(c, dict) and isinstance(c.get("share"), (int, float))]
+    if not lost or not isinstance(rule.get("required"), (int, float)):
+        return None
+    best = max(lost, key=lambda c: c["share"])
+    return (f"the program's cheap features ({best.get('candidate')}) were better on cross-validation in only "
+            f"{best['share']:.0%} of the resamples of the training inputs, where --view-confidence asks "
+            f"{rule['required']:.0%}")
 
 
 def sampling_verdict(record: BuildRecord, metric: str) -> list[str]:

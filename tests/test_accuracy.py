@@ -370,6 +370,17 @@ def test_verdicts_say_constant_black_box_and_noise_floor_in_words():
     assert "80% of held-out inputs" in said
 
 
+def test_verdicts_say_when_the_view_confidence_rule_kept_the_model_to_the_descriptors():
+    model = {"method": "lasso", "scaling": {"input:size(files[0])": {}},
+             "selection": {"view_confidence": {"required": 0.8, "resamples": 400, "kept": "inputs", "compared": [
+                 {"candidate": "content log-2", "against": "inputs log-2", "share": 0.62}]}}}
+    said = " ".join(metric_verdicts(record_with(model, 0.13, 0.13, 0.01), "cpu_s"))
+    assert "only the input descriptors" in said and "content log-2" in said and "62%" in said and "80%" in said
+    del model["selection"]
+    assert "did as well as the program's cheap features" in " ".join(metric_verdicts(record_with(model, 0.13, 0.13, 0.01),
+                                                                                     "cpu_s"))
+
+
 def test_verdicts_say_what_was_done_about_accuracy_the_cost_budget_gives_up():
     model = {"method": "lasso", "scaling": {"app.py:f:loop:1": {}}}
     record = record_with(model, 0.20, 0.3, 0.01)
