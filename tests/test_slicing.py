@@ -1544,3 +1544,47 @@ def test_a_star_import_of_a_program_module_binds_its_names_and_reads_nothing_bef
     assert line_of(root, "pkg/__init__.py", "from .loader import *") in kept_lines(result, "pkg/__init__.py")
     rows = check_fidelity(session, root, [["safe"], ["full"]], ["main.py:main:branch:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_nonlocal_declaration_whose_outer_binding_is_cut_is_dropped(tmp_path):
+    """pyparsing's ``_trim_arity``: ``wrapper`` declares ``nonlocal found_arity, limit`` and the slice of a
+    counter kept the wrapper's call but cut the outer ``found_arity = False``; the kept declaration made the
+    emitted file a SyntaxError ("no binding for nonlocal"), which stopped the whole build."""
+    root = write_program(tmp_path / "closure", {
+        "main.py": '''
+            import sys
+
+
+            def make(func):
+                found = False
+                calls = 0
+
+                def wrapper(*args):
+                    nonlocal found, calls
+                    calls += 1
+                    if found:
+                        return func(*args)
+                    found = True
+                    return func(*args)
+                return wrapper
+
+
+            def work(n):
+                total = 0
+                for i in range(n):
+                    total += i
+                return total
+
+
+            w = make(work)
+            print(w(int(sys.argv[1])))
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["3"], ["10"]], ["main.py:work:loop:1"], cwd=root)
+    assert rows and all(r.feature == "main.py:work:loop:1" for r in rows)
+    assert not any("cannot emit" in (r.reason or "") for r in rows)  # the sliced file compiles
+    out = tmp_path / "evaluator"
+    session.emit("main.py:work:loop:1", out, 5)
+    emitted = (out / "main.py").read_text()
+    compile(emitted, "main.py", "exec")
+    assert "nonlocal found" not in emitted or "found = False" in emitted

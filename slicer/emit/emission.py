@@ -18,7 +18,7 @@ from mantispy.slicer.slice_result import SliceResult
 from .criteria import Criterion
 from .errors import EmitError
 from .planning import FilePlan, is_future, plan_file
-from .rewriting import Rewriter, find_target, forced_nodes, probe_header
+from .rewriting import Rewriter, compiled_without_unbound_nonlocals, find_target, forced_nodes, probe_header
 from .source import ParsedFile, parsed_file
 
 FUNCTION_ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -194,8 +194,7 @@ class Emission:
             if not any(rewriter.probes.get(c.slot) for c in criteria):
                 raise EmitError(f"{criteria[0].feature.id}: no probe could be inserted (construct not kept?)")
             module, _ = insert_header(module, probe_header())
-        code = module.code
-        compile(code, path, "exec")
+        code = compiled_without_unbound_nonlocals(module.code, path)
         if not has_criteria:
             if len(rewrites) > 500:
                 rewrites.clear()

@@ -3,6 +3,7 @@ instrumentor's code builders and semantics)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import libcst as cst
@@ -336,6 +337,51 @@ def _redeclare(original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.Funct
     body = list(updated.body.body)
     at = 1 if body and codegen.is_docstring_line(body[0]) else 0
     return updated.with_changes(body=updated.body.with_changes(body=[*body[:at], *lines, *body[at:]]))
+
+
+_NO_BINDING = re.compile(r"no binding for nonlocal '(\w+)' found")
+
+
+def compiled_without_unbound_nonlocals(code: str, path: str) -> str:
+    """``code``, compiled, with every name dropped from the ``nonlocal`` declarations whose binding in an
+    enclosing function the slice cut (declarations are kept whole, :mod:`planning`); a declaration left with
+    no name becomes ``pass``. A nested function's read of such a name would have kept its binding (the
+    dataflow's cell definitions), so what the slice keeps of the name is the nested function's own.
+    Raises :class:`EmitError` when the file does not compile for any other reason."""
+    while True:  # each mend drops one name, so this ends
+        try:
+            compile(code, path, "exec")
+            return code
+        except SyntaxError as exc:
+            found = _NO_BINDING.search(str(exc.msg))
+            if found is None or exc.lineno is None:
+                raise EmitError(f"{path}: the sliced file does not compile: {exc.msg} (line {exc.lineno})") from None
+            code = _drop_nonlocal(code, exc.lineno, found.group(1))
+
+
+class _NonlocalDropper(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (cst.metadata.PositionProvider,)
+
+    def __init__(self, line: int, name: str) -> None:
+        self.line = line
+        self.name = name
+
+    def leave_Nonlocal(self, original_node: cst.Nonlocal, updated_node: cst.Nonlocal) -> cst.BaseSmallStatement:
+        if self.get_metadata(cst.metadata.PositionProvider, original_node).start.line != self.line:
+            return updated_node
+        names = [item for item in updated_node.names if item.name.value != self.name]
+        if not names:
+            return cst.Pass()
+        names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(names=names)
+
+
+def _drop_nonlocal(code: str, line: int, name: str) -> str:
+    wrapper = cst.metadata.MetadataWrapper(cst.parse_module(code))
+    mended = wrapper.visit(_NonlocalDropper(line, name)).code
+    if mended == code:
+        raise EmitError(f"no nonlocal declaration of {name!r} at line {line} to mend")
+    return mended
 
 
 _TARGET_TYPES: dict[str, tuple[type, ...]] = {
