@@ -143,9 +143,10 @@ class Selection:
     def to_json(self) -> dict[str, Any]:
         """What the model JSON keeps of the selection."""
         assert self.chosen is not None
-        out: dict[str, Any] = {"criterion": "median relative error of out-of-fold predictions (grouped k-fold over training inputs)",
-               "chosen": self.chosen.candidate.label, "reason": self.reason,
-               "candidates": [s.row() for s in self.scored]}
+        out: dict[str, Any] = {
+            "criterion": "median relative error of out-of-fold predictions (grouped k-fold over training inputs)",
+            "chosen": self.chosen.candidate.label, "reason": self.reason,
+            "candidates": [s.row() for s in self.scored]}
         if self.confidence is not None:
             out["view_confidence"] = self.confidence
         return out
