@@ -328,10 +328,11 @@ def _hook_multiprocessing() -> None:
 
     multiprocessing children (fork, and forkserver/spawn ones too) end with
     ``util._exit_function()``, which runs the ``Finalize`` registry; fork and forkserver children
-    then leave through ``os._exit``, skipping atexit.  ``Process._bootstrap`` clears that registry
-    and then runs the after-forkers, so the part writer is installed both now (this process is
-    already inside ``run()``: the first register happened there) and by an after-forker (this
-    process is about to bootstrap, or will fork children).  ``finish`` writes once per process.
+    then leave through ``os._exit``, skipping atexit.  ``Process._bootstrap`` of a fork or forkserver
+    child clears that registry and then runs the after-forkers, so the part writer is installed both
+    now (this process is already inside ``run()``: the first register happened there) and by an
+    after-forker (this process is about to bootstrap, or will fork children); a spawned child runs
+    neither step (see ``_hook_spawn_bootstrap``).  ``finish`` writes once per process.
     """
     global _mp_after_forker
     mp_util = sys.modules.get("multiprocessing.util")
@@ -342,8 +343,29 @@ def _hook_multiprocessing() -> None:
             mp_util.register_after_fork(_MP_TOKEN, _mp_after_fork)
             _mp_after_forker = True
         _mp_after_fork(_MP_TOKEN)
+        _hook_spawn_bootstrap()
     except Exception:
         pass
+
+
+def _hook_spawn_bootstrap() -> None:
+    """A spawned child never runs the after-forkers (``SpawnProcess._after_fork`` does nothing; its
+    ``Finalize`` registry is not cleared either, so the part writer installed at the first register
+    stays), yet its pool worker needs the patch of ``_patch_pool_worker_queue``. ``Process._bootstrap``
+    calls ``_after_fork`` once the process object is current, so this wraps that method of the spawn
+    process class to apply the patch there."""
+    context = sys.modules.get("multiprocessing.context")
+    spawn = getattr(context, "SpawnProcess", None)
+    if spawn is None or getattr(spawn._after_fork, "_mantis_wrapped", False):
+        return
+    original = spawn._after_fork
+
+    def after_spawn() -> None:
+        original()
+        _patch_pool_worker_queue()
+
+    after_spawn._mantis_wrapped = True  # type: ignore[attr-defined]
+    spawn._after_fork = staticmethod(after_spawn)
 
 
 def _mp_after_fork(token: _MultiprocessingToken) -> None:

@@ -540,6 +540,42 @@ def test_multiprocessing_other_interpreters(tmp_path, version, method):
     check_mp_result(proc, data)
 
 
+POOL_POLL_PROGRAM = """
+    import multiprocessing as mp
+    import multiprocessing.process
+    import sys
+
+
+    def poller_installed(x):
+        _mantis_n(_mantis_k[0])
+        inqueue = multiprocessing.process.current_process()._args[0]
+        return "get" in vars(inqueue)
+
+
+    if __name__ == "__main__":
+        with mp.get_context(sys.argv[1]).Pool(2) as pool:
+            print(sorted(set(pool.map(poller_installed, range(8)))))
+"""
+
+
+@pytest.mark.parametrize("version", ["3.11", *sorted(OTHER_PYTHONS)])
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_pool_workers_wait_for_tasks_in_a_way_sigterm_can_interrupt(tmp_path, version, method):
+    """A pool worker blocked in ``SimpleQueue.get`` never runs a SIGTERM handler whose signal arrived just
+    before it blocked, so ``Pool.terminate`` hung (CI, Python 3.13, spawn: 1 run in about 150 of the
+    multiprocessing program above). The runtime gives every pool worker a polling ``get``; spawned workers
+    never run the after-forkers that installed it, and went without."""
+    python = OTHER_PYTHONS.get(version)
+    if python is not None and not python.exists():
+        pytest.skip(f"Python {version} not installed at {python}")
+    env = {} if python is None else {"PYTHONPATH": str(standalone_runtime_dir(tmp_path / "standalone"))}
+    prog = write_program(tmp_path, POOL_POLL_PROGRAM, counters=("c0",))
+    proc, data = run(tmp_path, prog, method, python=str(python or PYTHON), **env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[True]\n"
+    assert data == {"c0": 8}
+
+
 def test_multiprocessing_imported_before_register(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text("import multiprocessing.util\n" + header("prog.py", ("c0",), (), 3)
