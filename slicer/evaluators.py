@@ -83,7 +83,7 @@ class SliceSession:
 
     def slice(self, feature_id: str, also: dict[str, list] | None = None) -> SliceResult:
         """The slice of one feature (raises EvaluatorError if its construct cannot be found); ``also``:
-        top-level statements (file -> spans) to slice for as well (see :meth:`emit`)."""
+        statements (file -> spans) to slice for as well (see :meth:`emit_combined`)."""
         return self.slice_combined([feature_id], also)
 
     def emit(self, feature_id: str, out_dir: Path, k: int = 5, counts_on_failure: bool = False):
@@ -106,9 +106,9 @@ class SliceSession:
         the sliced program; returns (SliceResult, EmitReport). ``evaluate_all`` in its evaluate.py gives
         {feature id: value}.
 
-        The emitter keeps top-level statements the slice lacks when kept code reads the names they bind
-        (``Text = Token.Text``, a class a kept import names); they run in the evaluator, so they are
-        sliced for too (``Token.Text`` needs ``_TokenType.__getattr__``) and the evaluator emitted again,
+        The emitter keeps statements the slice lacks when kept code reads the names they bind
+        (``Text = Token.Text``, a class a kept import names, the binding of a closure cell a kept
+        statement reads); they run in the evaluator, so they are sliced for too (``Token.Text`` needs ``_TokenType.__getattr__``) and the evaluator emitted again,
         until the emitter adds nothing new (at most ``rounds`` times). ``counts_on_failure``: the evaluator
         gives the counts of a run that fails (a sampled evaluator's: the program may fail on a cut file)."""
         also: dict[str, list] = {}

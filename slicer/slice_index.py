@@ -171,19 +171,21 @@ class SliceIndex:
                 mask.flags.writeable = False
                 yield by_key[key], key, mask
 
-    def top_level_vertices(self, file: str, spans: Iterable[tuple]) -> set[Node]:
-        """The vertices of ``file``'s module body that lie within any of ``spans`` (ast-style, byte
-        columns): the statements the emitter keeps for the names they bind (see emit.planning.FilePlan.added)."""
-        module = self.sdg.procs.get((file, "<module>"))
-        if module is None:
-            return set()
+    def statement_vertices(self, file: str, spans: Iterable[tuple]) -> set[Node]:
+        """The vertices of ``file`` (any procedure) that lie within any of ``spans`` (ast-style, byte
+        columns): the statements the emitter keeps for the names they bind (see emit.planning.FilePlan.added:
+        top-level statements, and the bindings of closure cells inside functions)."""
+        wanted = [(tuple(sp[:2]), tuple(sp[2:])) for sp in spans]
         found = set()
-        for v in module.cfg.vertices.values():
-            if v.span is None:
+        for key, proc in self.sdg.procs.items():
+            if key[0] != file:
                 continue
-            start, end = tuple(v.span[:2]), tuple(v.span[2:])
-            if any(tuple(sp[:2]) <= start and end <= tuple(sp[2:]) for sp in spans):
-                found.add(self.sdg.vertex(module.key, v.id))
+            for v in proc.cfg.vertices.values():
+                if v.span is None:
+                    continue
+                start, end = tuple(v.span[:2]), tuple(v.span[2:])
+                if any(first <= start and end <= last for first, last in wanted):
+                    found.add(self.sdg.vertex(proc.key, v.id))
         return found
 
     def nodes_of(self, mask: np.ndarray) -> set[Node]:

@@ -326,8 +326,8 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
                    also: dict[str, list] | None = None) -> dict[str, Any]:
     """One slice for several features at once (the union of their criteria, sliced in one pass), as a
     predictor's combined evaluator needs it. The first feature fills the ``criterion*`` fields; all of
-    them are listed under ``criteria``. ``also`` (file -> spans of top-level statements) adds the
-    statements the emitter keeps for their names to the criteria (see SliceSession.emit)."""
+    them are listed under ``criteria``. ``also`` (file -> spans of statements) adds the statements the
+    emitter keeps for the names they bind to the criteria (see SliceSession.emit_combined)."""
     if not features:
         raise CriterionError("no feature to slice for")
     criteria: set[Node] = set()
@@ -335,7 +335,7 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
         criteria |= criterion_nodes(sdg, feature)
     index = SliceIndex.of(sdg)
     for file, spans in (also or {}).items():
-        criteria |= index.top_level_vertices(file, spans)
+        criteria |= index.statement_vertices(file, spans)
     key, mask = index.keyed_slice(criteria)
     facts = index.facts(mask, key)
     observed = _observed_in_slice(sdg, index, mask)

@@ -1588,3 +1588,56 @@ def test_a_nonlocal_declaration_whose_outer_binding_is_cut_is_dropped(tmp_path):
     emitted = (out / "main.py").read_text()
     compile(emitted, "main.py", "exec")
     assert "nonlocal found" not in emitted or "found = False" in emitted
+
+
+def test_a_closure_that_outlives_its_maker_keeps_the_bindings_of_the_cells_it_reads(tmp_path):
+    """pyparsing's ``_trim_arity`` again: ``wrapper`` runs after ``trim_arity`` returned and reads (and
+    rebinds) ``limit`` and ``found_arity``, bindings the SDG does not connect to it. The slice of a counter
+    in the wrapped action kept the reads and cut the bindings, so every evaluator run failed with
+    NameError; the emitter now keeps each simple statement binding a cell that kept code reads, and slices
+    for it."""
+    root = write_program(tmp_path / "trim", {
+        "main.py": '''
+            import sys
+
+
+            def trim_arity(func, max_limit=3):
+                limit = 0
+                found_arity = False
+
+                def wrapper(*args):
+                    nonlocal found_arity, limit
+                    while 1:
+                        try:
+                            ret = func(*args[limit:])
+                            found_arity = True
+                            return ret
+                        except TypeError:
+                            if found_arity:
+                                raise
+                            if limit < max_limit:
+                                limit += 1
+                                continue
+                            raise
+                return wrapper
+
+
+            def action(tokens):
+                total = 0
+                for t in tokens:
+                    total += t
+                return total
+
+
+            act = trim_arity(action)
+            for n in range(int(sys.argv[1])):
+                print(act("s", 0, list(range(n))))
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["3"], ["7"]], ["main.py:action:loop:1"], cwd=root)
+    assert [(r.status, r.agreed, r.inputs) for r in rows] == [("sliceable", 2, 2)], rows
+    out = tmp_path / "evaluator"
+    session.emit("main.py:action:loop:1", out, 5)
+    emitted = (out / "main.py").read_text()
+    for binding in ("limit = 0", "found_arity = False", "found_arity = True", "limit += 1"):
+        assert binding in emitted

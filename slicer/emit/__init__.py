@@ -35,7 +35,8 @@ converted per line. A statement is *kept* when:
   of kept scopes; ``import``/``from ... import`` statements whose bound names occur in kept code of the
   file, or that another kept ``from M import name`` needs (a name imported from a program module keeps
   the imports and the top-level ``def``/``class`` binding it there); the entry function of a
-  ``module:function`` entry. Repeated to a fixpoint over the whole program.
+  ``module:function`` entry; every simple statement (or ``def``/``class``) binding a closure cell that a
+  kept statement reads (:mod:`.cells`). Repeated to a fixpoint over the whole program.
 
 The criterion
 -------------

@@ -13,6 +13,7 @@ from libcst.helpers import get_full_name_for_node
 from mantispy.core.types import Span
 from mantispy.instrument import codegen
 
+from .cells import cell_map
 from .errors import EmitError
 from .source import ParsedFile
 
@@ -93,8 +94,9 @@ class FilePlan:
     used: set[str] = field(default_factory=set)  # names read by kept code
     imports: list[tuple[int, str | None, tuple[str, ...] | None]] = field(default_factory=list)
     kept_statements: int = 0
-    # top-level statements kept for their names only (a module constant, a class that kept code reads),
-    # which the slice itself does not hold: what they need must be sliced for too (see SliceSession.emit)
+    # statements kept for their names only (a module constant, a class that kept code reads, a binding of a
+    # closure cell that kept code reads: see .cells), which the slice itself does not hold: what they need
+    # must be sliced for too (see SliceSession.emit_combined)
     added: list[Span] = field(default_factory=list)
 
 
@@ -340,8 +342,15 @@ def plan_file(parsed: ParsedFile, kept: Sequence[Span], keep_units: set[str], re
 def _plan_file(parsed: ParsedFile, kept: Sequence[Span], keep_units: set[str], required: set[str],
                forced: set[int]) -> FilePlan:
     used: set[str] = set()
+    cells = cell_map(parsed)
+    cell_bindings: dict[int, cst.CSTNode] = {}
     while True:
-        plan = _Planner(parsed, kept, keep_units, required, forced, used).run(parsed.module)
-        if plan.used <= used:
-            return plan
+        plan = _Planner(parsed, kept, keep_units, required, forced | set(cell_bindings), used).run(parsed.module)
+        more = {k: v for k, v in cells.bindings_read_by(plan.keep).items() if k not in cell_bindings}
+        if plan.used <= used and not more:
+            break
         used = used | plan.used
+        cell_bindings.update(more)
+    plan.added.extend(parsed.byte_span(node) for node in cell_bindings.values()
+                      if isinstance(node, cst.BaseSmallStatement))
+    return plan

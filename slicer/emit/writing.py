@@ -40,7 +40,7 @@ class EmitReport:
     criterion: str
     command: list[str]  # run as ``[*command, *ARGS]``
     warnings: list[str] = field(default_factory=list)
-    # file -> spans of top-level statements kept for the names they bind but not in the slice (see FilePlan)
+    # file -> spans of statements kept for the names they bind but not in the slice (see FilePlan.added)
     added: dict[str, list[Span]] = field(default_factory=dict)
 
     @property
