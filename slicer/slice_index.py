@@ -29,6 +29,7 @@ import ast
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .batch_reach import WORDS, CondensedReach
 from .dataflow import RET
-from .sdg import ARGMUT, SDG, Node, callee_keys
+from .sdg import ARGMUT, SDG, Node, ProcKey, callee_keys
 
 PASS1 = frozenset({"control", "data", "summary", "call", "param-in"})
 PASS2 = frozenset({"control", "data", "summary", "param-out"})
@@ -92,7 +93,19 @@ class SliceIndex:
                 edge(n + self._id(class_entry), hub_f)
             for vertex in (entry, *body):
                 edge(hub_f, self._id(vertex) + (0 if uncalled else n))
-        self.size = 2 * self.n + len(facts) + 1  # the last vertex is the criteria hub of a search
+        raising = raise_facts(sdg)
+        first_raise_hub = 2 * self.n + len(facts)
+        raise_hub = {key: first_raise_hub + i for i, key in enumerate(raising.procedures)}
+        for call, callee in raising.catching_calls:
+            if callee in raise_hub:
+                edge(n + self._id(call), raise_hub[callee])
+        for key, hub in raise_hub.items():
+            for statement in raising.raises.get(key, ()):
+                edge(hub, n + self._id(statement))
+            for other in raising.passes.get(key, ()):
+                if other in raise_hub:
+                    edge(hub, raise_hub[other])
+        self.size = first_raise_hub + len(raise_hub) + 1  # the last vertex is the criteria hub of a search
         src = np.frombuffer(sources, dtype=np.int64)
         dst = np.frombuffer(targets, dtype=np.int64)
         # canonical CSR (sorted, no duplicate edges): scipy's strong components go wrong on duplicates
@@ -435,6 +448,73 @@ def _class_body_rules(sdg: SDG) -> list[tuple[Node, Node]]:
             rules.extend((entry, sdg.vertex(key, v.id)) for v in proc.cfg.statements()
                          if not (v.kind == "def" and isinstance(v.node, (ast.FunctionDef, ast.AsyncFunctionDef))))
     return rules
+
+
+def _steers_after_raise(sdg: SDG, node: Node) -> bool:
+    """Whether a vertex that depends on a call raising makes the program do something else: a statement
+    of the handler or of the rest of the ``try`` body, a loop going on or stopping (``break``,
+    ``continue``, the loop's next step). Not the call's own parameter vertices, not an ``except`` header
+    (kept for the statements inside it) and not a ``return``: either way the function ends, and only the
+    value returned differs (not followed: a handler returning another value than the ``try`` body is a
+    known gap)."""
+    if node[0] != "v":
+        return False
+    vertex = sdg.procs[node[1]].cfg.vertices[node[2]]
+    return vertex.kind != "handler" and not isinstance(vertex.node, ast.Return)
+
+
+@dataclass(frozen=True)
+class RaiseFacts:
+    """Where exceptions steer the program (see :func:`raise_facts`)."""
+
+    # (a vertex control dependent on a call that may raise into a handler of its unit, a callee of that call)
+    catching_calls: list[tuple[Node, ProcKey]]
+    raises: dict[ProcKey, list[Node]]  # procedure -> its ``raise`` statements that no handler of its own catches
+    passes: dict[ProcKey, set[ProcKey]]  # procedure -> callees of its calls that no handler of its own catches
+    procedures: list[ProcKey]  # the procedures an uncaught ``raise`` can leave, directly or through calls
+
+
+def raise_facts(sdg: SDG) -> RaiseFacts:
+    """Exceptions as control flow: what runs after a call that may raise into a handler of its own unit
+    (its handlers, the rest of its ``try`` body) depends on whether its callees' uncaught ``raise``
+    statements run (pyparsing backtracks by raising ``ParseException`` from ``parseImpl`` through
+    ``_parseNoCache`` to ``MatchFirst.parseImpl``'s ``except``, which tries the next alternative). Once a
+    vertex control dependent on such a call is in the slice, the slice keeps those statements, with pass 2
+    (they run in that call's context), and the uncaught ``raise`` statements of the procedures they call
+    where no handler of theirs catches either, transitively. Which exception a handler catches is not
+    modelled: every uncaught ``raise`` counts."""
+    catching: list[tuple[Node, ProcKey]] = []
+    raises: dict[ProcKey, list[Node]] = {}
+    passes: dict[ProcKey, set[ProcKey]] = {}
+    for key, proc in sdg.procs.items():
+        cfg = proc.cfg
+        caught = {a for a, b, data in cfg.graph.edges(data=True)
+                  if data.get("kind") == "exception" and cfg.vertices[b].kind == "handler"}
+        own = [sdg.vertex(key, v.id) for v in cfg.vertices.values()
+               if v.kind == "stmt" and isinstance(v.node, ast.Raise) and v.id not in caught]
+        if own:
+            raises[key] = own
+        for call in proc.calls:
+            callees = [c for c in call.callees if c in sdg.procs]
+            if call.vertex in caught:
+                dependents = {b for _, b, data in sdg.graph.out_edges(sdg.vertex(key, call.vertex), data=True)
+                              if data["kind"] == "control" and data.get("label") not in ("catch", "rethrow")
+                              and _steers_after_raise(sdg, b)}
+                catching.extend((dependent, callee) for dependent in dependents for callee in callees)
+            elif callees:
+                passes.setdefault(key, set()).update(callees)
+    raising = set(raises)
+    callers_of: dict[ProcKey, set[ProcKey]] = defaultdict(set)
+    for key, callees in passes.items():
+        for callee in callees:
+            callers_of[callee].add(key)
+    todo = list(raising)
+    while todo:
+        for caller in callers_of.get(todo.pop(), ()):
+            if caller not in raising:
+                raising.add(caller)
+                todo.append(caller)
+    return RaiseFacts(catching, raises, {k: v & raising for k, v in passes.items() if k in raising}, sorted(raising))
 
 
 def _function_facts(sdg: SDG) -> list[tuple]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from mantispy.slicer.sdg import SDG, Node
 from mantispy.slicer.slice_index import _function_facts as function_facts
-from mantispy.slicer.slice_index import clause_headers, import_time_given, in_class_body
+from mantispy.slicer.slice_index import clause_headers, import_time_given, in_class_body, raise_facts
 
 PASS1 = {"control", "data", "summary", "call", "param-in"}
 PASS2 = {"control", "data", "summary", "param-out"}
@@ -35,7 +35,7 @@ def backward_slice(sdg: SDG, criteria: set[Node]) -> set[Node]:
         writers_ascend, writers_descend = _constant_writers(sdg, nodes)
         classes_ascend, classes_descend = _class_bodies(sdg, nodes, first)
         todo = (_enclosing_headers(sdg, nodes) | ascend | classes_ascend | writers_ascend) - first
-        descend = (descend | classes_descend | writers_descend) - nodes
+        descend = (descend | classes_descend | writers_descend | _uncaught_raises(sdg, nodes)) - nodes
     return nodes
 
 
@@ -85,6 +85,26 @@ def _escaping_bodies(sdg: SDG, nodes: set[Node]) -> tuple[set[Node], set[Node]]:
                 (descend if in_class_body(sdg, creator) else ascend).add(creator)
             (ascend if uncalled else descend).update([entry, *body])
     return ascend, descend
+
+
+def _uncaught_raises(sdg: SDG, nodes: set[Node]) -> set[Node]:
+    """The uncaught ``raise`` statements of the callees of calls that may raise into a handler of their own
+    unit and that a kept vertex is control dependent on, and of the procedures those callees pass
+    exceptions on from (slice_index.raise_facts); expanded with pass 2 only."""
+    facts = sdg.__dict__.get("_reference_raise_facts")
+    if facts is None:
+        facts = sdg.__dict__["_reference_raise_facts"] = raise_facts(sdg)
+    found: set[Node] = set()
+    seen: set = set()
+    todo = [callee for dependent, callee in facts.catching_calls if dependent in nodes]
+    while todo:
+        key = todo.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        found.update(facts.raises.get(key, ()))
+        todo.extend(facts.passes.get(key, ()))
+    return found
 
 
 def _function_facts(sdg: SDG) -> list[tuple]:

@@ -1590,6 +1590,61 @@ def test_a_nonlocal_declaration_whose_outer_binding_is_cut_is_dropped(tmp_path):
     assert "nonlocal found" not in emitted or "found = False" in emitted
 
 
+def test_a_call_whose_exception_a_handler_catches_keeps_the_raise_statements_of_its_callees(tmp_path):
+    """pyparsing backtracks by raising: ``_SingleCharLiteral.parseImpl`` raises ``ParseException``, which
+    passes through ``_parseNoCache`` to ``MatchFirst.parseImpl``'s ``except``, which tries the next
+    alternative. The slice of a counter kept the calls and cut the ``raise`` statements (exceptional edges
+    that leave a function were not followed), so the sliced ``parseImpl`` fell through and returned None and
+    every evaluator run failed or counted something else."""
+    root = write_program(tmp_path / "backtrack", {
+        "main.py": '''
+            import sys
+
+
+            class ParseError(Exception):
+                pass
+
+
+            def literal(text, loc, ch):
+                if loc < len(text) and text[loc] == ch:
+                    return loc + 1
+                raise ParseError(loc)
+
+
+            def parse_item(text, loc):
+                return literal(text, loc, "a")
+
+
+            def first_of(text, loc):
+                for ch in "ab":
+                    try:
+                        return literal(text, loc, ch) if ch == "b" else parse_item(text, loc)
+                    except ParseError:
+                        continue
+                raise ParseError(loc)
+
+
+            def count_items(text):
+                loc, n = 0, 0
+                while True:
+                    try:
+                        loc = first_of(text, loc)
+                    except ParseError:
+                        break
+                    n += 1
+                return n
+
+
+            print(count_items(sys.argv[1]))
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["abab"], ["aabbx"], ["bbb"]], ["main.py:count_items:loop:1"], cwd=root)
+    assert [(r.status, r.agreed, r.inputs) for r in rows] == [("sliceable", 3, 3)], rows
+    out = tmp_path / "evaluator"
+    session.emit("main.py:count_items:loop:1", out, 5)
+    assert (out / "main.py").read_text().count("raise ParseError(loc)") == 2
+
+
 def test_a_closure_that_outlives_its_maker_keeps_the_bindings_of_the_cells_it_reads(tmp_path):
     """pyparsing's ``_trim_arity`` again: ``wrapper`` runs after ``trim_arity`` returned and reads (and
     rebinds) ``limit`` and ``found_arity``, bindings the SDG does not connect to it. The slice of a counter
