@@ -31,7 +31,6 @@ _SIMPLE_BINDERS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Impor
 """Simple statements that may bind a name (``Expr``/``Return`` through an assignment expression)."""
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 @dataclass
