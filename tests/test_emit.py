@@ -738,6 +738,44 @@ def test_a_warm_server_compiles_the_patterns_its_evaluations_compiled(tmp_path, 
     assert (first[found], second[found]) == (3.0, 13.0)  # 2 words and 1 run of bytes; then found in the cache
 
 
+LAZY_IMPORT_PROGRAM = {
+    "lazy.py": '''
+        import sys
+
+
+        def main():  # @L
+            found = [None] * 3 if "colorsys" in sys.modules else []  # @L
+            import colorsys  # @L
+            found += [None] * 2 if colorsys.rgb_to_hsv(0.2, 0.4, 0.4)[0] > 0 else []  # @L
+            for item in found:  # @L
+                pass
+
+
+        main()  # @L
+        ''',
+}
+
+
+@pytest.mark.parametrize("version", [None, "3.12", "3.13"])
+def test_a_warm_server_imports_the_standard_library_modules_its_evaluations_imported(tmp_path, version):
+    """A standard-library module one evaluation imported at run time (Markdown imports importlib.metadata
+    and email to read its installed extensions, some 12 ms per fork) the server imports too, so later forks
+    find it imported (which this program looks into, as no real one does); what the module computes is
+    unchanged."""
+    from mantispy.slicer.warm_client import WarmEvaluator
+
+    root = write_tree(tmp_path / "src", LAZY_IMPORT_PROGRAM)
+    found = find_feature(root, "lazy.py", "for", "for item in found")
+    out = tmp_path / "out"
+    emit(root, out, hand_slice(root, found, {"L"}, "lazy.py"))
+    python = interpreter(version) if version else sys.executable
+    if python is None:
+        pytest.skip(f"no CPython {version} under pyenv on this machine")
+    with WarmEvaluator(out, python=python) as warm:
+        first, second, third = (warm.evaluate([], None, cwd=str(tmp_path), timeout=60)[0] for _ in range(3))
+    assert (first[found], second[found], third[found]) == (2.0, 5.0, 5.0)
+
+
 # ====================================================================== the rewrite itself
 def slice_single(tmp_path: Path, source: str, tags: set[str], feature_detail: str, snippet: str,
                  name: str = "prog.py") -> tuple[str, Path]:

@@ -134,7 +134,7 @@ def serve(requests=None, replies=None):
     entry = ENTRY.strip()
     if not entry.startswith("-m ") and not (":" in entry and not entry.endswith(".py")):
         sys.path.insert(0, os.path.dirname(os.path.join(ROOT, *entry.split("/"))))
-    global _SINK, _KNOWN_PATTERNS
+    global _SINK, _KNOWN_PATTERNS, _KNOWN_MODULES
     sink = _SINK = open(os.devnull, "w")
     saved = (sys.stdout, sys.stderr)
     sys.dont_write_bytecode = True
@@ -160,6 +160,7 @@ def serve(requests=None, replies=None):
     import gc
 
     _KNOWN_PATTERNS = frozenset(_pattern_keys())
+    _KNOWN_MODULES = frozenset(sys.modules)
     gc.freeze()  # the children's collections leave the inherited objects (and their pages) alone
     waiting = _fork_evaluation(fork)  # each evaluation is forked before its request comes
     replies.write(json.dumps({"ready": True}) + "\n")
@@ -184,7 +185,7 @@ def serve(requests=None, replies=None):
             replies.write((reply.decode() or json.dumps({"error": "the evaluation died without a reply"})) + "\n")
             replies.flush()
             child.reap()  # after the reply: the client need not wait for the child's exit and cleanup
-            _learn_patterns(learned)
+            _learn(learned)
             waiting = _fork_evaluation(fork)
     finally:
         if waiting is not None:
@@ -269,7 +270,7 @@ def _fork_evaluation(fork):
         reply = {"error": f"{type(exc).__name__}: {exc}"}
     data = (json.dumps(reply) + "\n").encode()
     try:
-        data += (json.dumps(_new_patterns()) + "\n").encode()
+        data += (json.dumps({"patterns": _new_patterns(), "modules": _new_standard_modules()}) + "\n").encode()
     except Exception:  # what the server learns is an optimisation only
         pass
     while data:
@@ -281,6 +282,82 @@ def _fork_evaluation(fork):
 _KNOWN_PATTERNS = frozenset()  # re's cache keys in the server when it forked the evaluation
 _LEARNED_LIMIT = 512  # patterns the server compiles for its children at most (re's own cache size)
 _learned_count = 0
+_KNOWN_MODULES = frozenset()  # sys.modules of the server when it forked the evaluation
+_MODULES_LIMIT = 512  # standard-library modules the server imports for its children at most
+_NEVER_LEARNED = frozenset({"__main__", "this", "antigravity", "__hello__", "__phello__", "idlelib", "tkinter",
+                            "turtle", "turtledemo", "readline", "rlcompleter", "pdb", "webbrowser"})
+_imported_count = 0
+
+
+def _learn(line):
+    """What the server takes from an evaluation's last line (see the child's side in _fork_evaluation):
+    the patterns it compiled and the standard-library modules it imported."""
+    import json
+
+    try:
+        learned = json.loads(line) if line.strip() else {}
+    except ValueError:
+        return
+    if isinstance(learned, dict):
+        _learn_patterns(learned.get("patterns"))
+        _learn_modules(learned.get("modules"))
+
+
+def _standard_library_folders():
+    """The folders of this interpreter's standard library (the one ``os`` comes from, and its compiled
+    extensions), without the third-party packages some installs keep below them."""
+    base = os.path.dirname(os.path.abspath(os.__file__))
+    return (base + os.sep, os.path.join(base, "lib-dynload") + os.sep)
+
+
+def _new_standard_modules():
+    """The standard-library modules this evaluation imported that the server had not, in import order
+    (at most 256): those built into the interpreter, frozen, or loaded from the standard library's folders."""
+    folders = _standard_library_folders()
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name in _KNOWN_MODULES or name.split(".")[0] in _NEVER_LEARNED or module is None:
+            continue
+        spec = getattr(module, "__spec__", None)
+        origin = getattr(spec, "origin", None) or ""
+        standard = origin in ("built-in", "frozen") or (
+            origin.startswith(folders) and "site-packages" not in origin and "dist-packages" not in origin)
+        if standard:
+            found.append(name)
+            if len(found) >= 256:
+                break
+    return found
+
+
+def _learn_modules(names):
+    """Import in the server the standard-library modules an evaluation imported (what
+    ``_new_standard_modules`` found), so that the next forks find them imported, as a long-running process
+    of the program would: a program that imports a module at run time, in a function (Markdown reads its
+    installed extensions through ``importlib.metadata``, which imports ``email``), otherwise pays the
+    import in every forked evaluation, milliseconds each. No program code runs (standard library only,
+    counted nowhere); a program that looked into ``sys.modules`` for them would see them there sooner.
+    At most ``_MODULES_LIMIT`` in all."""
+    global _KNOWN_MODULES, _imported_count
+
+    if not isinstance(names, list) or _imported_count >= _MODULES_LIMIT:
+        return
+    import gc
+
+    saved = (sys.stdout, sys.stderr)
+    try:
+        sys.stdout = sys.stderr = _SINK
+        for name in names[: _MODULES_LIMIT - _imported_count]:
+            if not isinstance(name, str) or name in sys.modules or name.split(".")[0] in _NEVER_LEARNED:
+                continue
+            try:
+                __import__(name)
+            except BaseException:  # a module this server cannot import stays the child's
+                continue
+            _imported_count += 1
+    finally:
+        sys.stdout, sys.stderr = saved
+    _KNOWN_MODULES = frozenset(sys.modules)
+    gc.freeze()
 
 
 def _pattern_keys():
@@ -309,20 +386,15 @@ def _new_patterns():
     return found
 
 
-def _learn_patterns(line):
-    """Compile in the server the patterns an evaluation compiled (the line ``_new_patterns`` wrote), so
+def _learn_patterns(patterns):
+    """Compile in the server the patterns an evaluation compiled (what ``_new_patterns`` found), so
     that the next forks find them in re's cache, as a long-running process of the program would: the
     regexes a program builds per run (a lexer's table, a parser's rules) cost each forked evaluation
     milliseconds otherwise. Compiled patterns are immutable and the cache is re's own memo, so the program
     sees the same objects' behaviour; only the time changes. At most ``_LEARNED_LIMIT`` in all."""
     global _KNOWN_PATTERNS, _learned_count
-    import json
 
-    if not line.strip() or _learned_count >= _LEARNED_LIMIT or "re" not in sys.modules:
-        return
-    try:
-        patterns = json.loads(line)
-    except ValueError:
+    if not patterns or _learned_count >= _LEARNED_LIMIT or "re" not in sys.modules:
         return
     import gc
 
