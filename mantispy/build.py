@@ -474,14 +474,21 @@ def _slicer_fingerprint() -> str:
     """A digest of the slicer's and instrumentor's code: verdicts of another slicer are not reused."""
     import hashlib
 
+    digest = hashlib.sha256()
+    for path in fingerprinted_files():
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def fingerprinted_files() -> list[Path]:
+    """The files whose code decides a verdict: the slicer's and the instrumentor's, their subpackages
+    included (the emitter, and the kit every evaluator runs: a change there changes what an evaluator
+    costs and computes)."""
     import mantispy.instrument
     import mantispy.slicer
 
-    digest = hashlib.sha256()
-    for package in (mantispy.slicer, mantispy.instrument):
-        for path in sorted(Path(package.__file__).parent.glob("*.py")):
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return [path for package in (mantispy.slicer, mantispy.instrument)
+            for path in sorted(Path(package.__file__).parent.rglob("*.py"))]
 
 
 def idle_interpreter_seconds(cwd: Path, tries: int = 9) -> float:

@@ -46,6 +46,16 @@ def built(tmp_path_factory):
     return root, out, typed.to_dict(), logs, options
 
 
+
+def test_stored_verdicts_are_reused_only_with_the_same_evaluator_kit_and_emitter():
+    """A cost verdict measured an evaluator the emitter wrote with the kit's code: a changed kit (say, a
+    warm server that imports more ahead) makes every verdict stale, and so does a changed emitter."""
+    from mantispy.build import fingerprinted_files
+
+    names = {path.relative_to(path.parents[2]).as_posix() if path.parent.name in ("kit", "emit")
+             else path.name for path in fingerprinted_files()}
+    assert {"slicer/kit/evaluate.py", "slicer/emit/emission.py", "slice_index.py", "transformer.py"} <= names
+
 def test_build_writes_a_complete_predictor_package(built):
     root, out, record, logs, _ = built
     for name in ("__init__.py", "_model.py", "models.json", "build.json", "README.md", "evaluator/evaluate.py",
