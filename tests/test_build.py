@@ -47,6 +47,49 @@ def built(tmp_path_factory):
 
 
 
+def test_the_cost_loop_times_an_evaluator_after_its_first_evaluation(tmp_path, monkeypatch):
+    """A warm server's first evaluation pays what a predictor's server pays once (run-time imports,
+    patterns compiled): the verdict is the cost after it, not the first evaluation's."""
+    import types
+
+    import mantispy.build as build_module
+
+    calls = []
+
+    class FirstSlow:
+        def __init__(self, out):
+            pass
+
+        def start(self):
+            pass
+
+        def close(self):
+            pass
+
+        def evaluate(self, argv, kwargs=None, cwd=None, timeout=None):
+            calls.append(argv)
+            return {"f.py:main:loop:1": 3.0}, (1.0 if len(calls) == 1 else 0.001)
+
+    class Session:
+        def slice(self, feature):
+            return None
+
+        def emit(self, feature, out, k, counts_on_failure=False):
+            out.mkdir(parents=True)
+            return types.SimpleNamespace(statements_kept=4), None
+
+    monkeypatch.setattr(build_module, "WarmEvaluator", FirstSlow)
+    monkeypatch.setattr(build_module, "idle_interpreter_seconds", lambda cwd: 0.02)
+    inputs = [{"id": name, "argv": [name], "kwargs": None, "files": [], "wall_s": 1.0,
+               "features": {"f.py:main:loop:1": 3.0}} for name in ("a", "b", "c")]
+    meter = build_module.CostMeter(Session(), types.SimpleNamespace(workdir=tmp_path), inputs, 0.05, 1.0,
+                                   tmp_path / "work", "hash", 5, lambda message: None)
+    meter._estimate = lambda result: None
+    verdict = meter.verdict("f.py:main:loop:1")
+    assert (verdict.status, verdict.cost_s) == ("cheap", 0.001)
+    assert calls[:2] == [["a"], ["a"]]  # the untimed evaluation, then the first timed one
+
+
 def test_stored_verdicts_are_reused_only_with_the_same_evaluator_kit_and_emitter():
     """A cost verdict measured an evaluator the emitter wrote with the kit's code: a changed kit (say, a
     warm server that imports more ahead) makes every verdict stale, and so does a changed emitter."""
