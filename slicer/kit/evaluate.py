@@ -181,10 +181,11 @@ def serve(requests=None, replies=None):
                 replies.flush()
                 continue
             child, waiting = waiting, None
-            reply, _, learned = child.answer(line.encode()).partition(b"\n")
+            reply = child.answer(line.encode())
             replies.write((reply.decode() or json.dumps({"error": "the evaluation died without a reply"})) + "\n")
             replies.flush()
-            child.reap()  # after the reply: the client need not wait for the child's exit and cleanup
+            learned = child.rest()  # after the reply: the client need not wait for what the server learns,
+            child.reap()  # nor for the child's exit and cleanup
             _learn(learned)
             waiting = _fork_evaluation(fork)
     finally:
@@ -199,18 +200,30 @@ class _ForkedEvaluation:
         self.pid = pid
         self.request_fd = request_fd
         self.reply_fd = reply_fd
+        self.pending = b""  # what the child wrote after its reply line
 
     def answer(self, request):
-        """Hand the child its request line; return its reply (everything it writes)."""
-        import _mantis_confine
-
+        """Hand the child its request line; return its reply line (empty if it died without one)."""
         try:
             while request:
                 request = request[os.write(self.request_fd, request):]
         except OSError:  # the child died before its request: its reply is empty
             pass
         os.close(self.request_fd)
-        return _mantis_confine.read_to_end(self.reply_fd)
+        received = b""
+        while b"\n" not in received:
+            chunk = os.read(self.reply_fd, 65536)
+            if not chunk:
+                break
+            received += chunk
+        reply, _, self.pending = received.partition(b"\n")
+        return reply
+
+    def rest(self):
+        """What the child wrote after its reply line (what the server learns from it), to its end."""
+        import _mantis_confine
+
+        return self.pending + _mantis_confine.read_to_end(self.reply_fd)
 
     def reap(self):
         """Wait for the child's end and remove its scratch folder."""
@@ -269,10 +282,12 @@ def _fork_evaluation(fork):
     except BaseException as exc:
         reply = {"error": f"{type(exc).__name__}: {exc}"}
     data = (json.dumps(reply) + "\n").encode()
-    try:
-        data += (json.dumps({"patterns": _new_patterns(), "modules": _new_standard_modules()}) + "\n").encode()
-    except Exception:  # what the server learns is an optimisation only
-        pass
+    while data:
+        data = data[os.write(reply_write, data):]
+    try:  # then, while the client reads its reply, what the server learns (an optimisation only)
+        data = (json.dumps({"patterns": _new_patterns(), "modules": _new_standard_modules()}) + "\n").encode()
+    except Exception:
+        data = b""
     while data:
         data = data[os.write(reply_write, data):]
     os.close(reply_write)  # the reply is complete: the server goes on while this process exits
