@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -733,7 +734,9 @@ def _modules_imported_by_name(sdg: SDG, proc: Procedure, site, module_of: dict[s
     """The program modules an ``importlib.import_module(name)`` call may import: the one its constant
     argument names, or, for a computed name, every program module whose dotted name the program spells
     out in a string constant, alone or followed by an attribute (``"mistune.plugins.formatting.mark"``:
-    plugin tables that name ``module.function``). A module named only piecewise is not found."""
+    plugin tables that name ``module.function``), and every module below a package whose prefix it
+    writes out to build a name (``f"markdown.extensions.{name}"``, ``"app.plugins." + name``,
+    ``"app.plugins.%s"``). A module named only in other pieces is not found."""
     call = _call_node(proc, site)
     if call is None or not call.args:
         return []
@@ -745,13 +748,24 @@ def _modules_imported_by_name(sdg: SDG, proc: Procedure, site, module_of: dict[s
 
 def _modules_named_in_constants(sdg: SDG, module_of: dict[str, str]) -> list[str]:
     """Program modules whose dotted name a string constant of the program spells out, alone or followed
-    by one attribute (``"pkg.plugins.loud.shout"``)."""
+    by one attribute (``"pkg.plugins.loud.shout"``), and the modules below a package whose dotted prefix
+    a constant starts a name with (``"pkg.plugins."``, ``"pkg.plugins.%s"``, the head of an f-string)."""
     found: set[str] = set()
+    prefixes: set[str] = set()
     for source in sdg.program.files:
         for node in ast.walk(source.tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value:
-                found.update(c for c in (node.value, node.value.rpartition(".")[0]) if c in module_of)
+                named = [c for c in (node.value, node.value.rpartition(".")[0]) if c in module_of]
+                found.update(named)
+                head = _PACKAGE_PREFIX.match(node.value)
+                rest = node.value[head.end():] if head else ""
+                if head and head.group(0)[:-1] in module_of and not (rest[:1].isidentifier()):
+                    prefixes.add(head.group(0))  # the start of a name built at run time
+    found.update(m for m in module_of for prefix in prefixes if m.startswith(prefix))
     return sorted(found)
+
+
+_PACKAGE_PREFIX = re.compile(r"(?:[A-Za-z_]\w*\.)+")
 
 
 def _imported_modules(source: SourceFile, node: ast.AST, module_of: dict[str, str]) -> list[str]:

@@ -699,6 +699,57 @@ def test_a_module_imported_by_computed_name_runs_its_body(tmp_path):
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
 
 
+
+def test_modules_imported_by_a_name_built_from_a_package_prefix_are_kept(tmp_path):
+    """Markdown's workload loads ``f"markdown.extensions.{name}"`` with the name from the command line: no
+    constant spells a plugin's full name, so the evaluator lacked the plugins no observed run had loaded
+    (``legacy_em``: ModuleNotFoundError on every input that asks for it). Every program module below a
+    package prefix the program writes out (``"app.handlers."``, ``"app.handlers.%s"``) may be imported."""
+    root = write_program(tmp_path / "prefix", {
+        "main.py": '''
+            import sys
+            from importlib import import_module
+            from app import registry
+
+
+            def main(argv):
+                for name in argv[0].split(","):
+                    if name:
+                        import_module(f"app.handlers.{name}")
+                hits = 0
+                for word in argv[1:]:
+                    handler = registry.HANDLERS.get(word[0])
+                    if handler is not None and handler(word):
+                        hits += 1
+                return hits
+
+
+            main(sys.argv[1:])
+        ''',
+        "app/__init__.py": "",
+        "app/registry.py": "HANDLERS = {}\n",
+        "app/handlers/__init__.py": "",
+        "app/handlers/upper.py": '''
+            from app.registry import HANDLERS
+
+            HANDLERS["u"] = str.isupper
+        ''',
+        "app/handlers/count.py": '''
+            from app import registry
+
+
+            def long_enough(word):
+                return len(word) > 3
+
+
+            registry.HANDLERS["c"] = long_enough
+        ''',
+    })
+    session = SliceSession(root, "main.py")
+    inputs = [["upper,count", "uAB", "cabcd", "ux", "cab"], ["count", "uAB", "cabcd"], ["", "uAB"]]
+    rows = check_fidelity(session, root, inputs, ["main.py:main:branch:3", "main.py:main:branch:4"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
 def test_advancing_a_loops_iterator_in_its_body_is_kept(tmp_path):
     """sqlparse's lexer: ``for pos, char in iterable`` over an enumerate, and ``consume(iterable, n)`` in the
     body skips ahead: the loop head depends on that call (without it the evaluator counts every char)."""
