@@ -649,6 +649,28 @@ def test_a_function_fetched_from_a_module_imported_by_computed_name_keeps_its_de
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
 
 
+SELF_REGISTERING_HANDLERS = {  # plugin modules whose bodies register a handler when imported
+    "app/__init__.py": "",
+    "app/registry.py": "HANDLERS = {}\n",
+    "app/handlers/__init__.py": "",
+    "app/handlers/upper.py": '''
+        from app.registry import HANDLERS
+
+        HANDLERS["u"] = str.isupper
+    ''',
+    "app/handlers/count.py": '''
+        from app import registry
+
+
+        def long_enough(word):
+            return len(word) > 3
+
+
+        registry.HANDLERS["c"] = long_enough
+    ''',
+}
+
+
 def test_a_module_imported_by_computed_name_runs_its_body(tmp_path):
     """Plugin modules that register themselves when imported (``REGISTRY[...] = f`` at top level), loaded by
     ``import_module`` with a name from a table: the import runs their bodies, so the registrations stay."""
@@ -674,24 +696,7 @@ def test_a_module_imported_by_computed_name_runs_its_body(tmp_path):
 
             main(sys.argv[1:])
         ''',
-        "app/__init__.py": "",
-        "app/registry.py": "HANDLERS = {}\n",
-        "app/handlers/__init__.py": "",
-        "app/handlers/upper.py": '''
-            from app.registry import HANDLERS
-
-            HANDLERS["u"] = str.isupper
-        ''',
-        "app/handlers/count.py": '''
-            from app import registry
-
-
-            def long_enough(word):
-                return len(word) > 3
-
-
-            registry.HANDLERS["c"] = long_enough
-        ''',
+        **SELF_REGISTERING_HANDLERS,
     })
     session = SliceSession(root, "main.py")
     inputs = [["2", "uAB", "cabcd", "ux", "cab"], ["1", "uAB", "cabcd"], ["0", "uAB"]]
@@ -726,24 +731,7 @@ def test_modules_imported_by_a_name_built_from_a_package_prefix_are_kept(tmp_pat
 
             main(sys.argv[1:])
         ''',
-        "app/__init__.py": "",
-        "app/registry.py": "HANDLERS = {}\n",
-        "app/handlers/__init__.py": "",
-        "app/handlers/upper.py": '''
-            from app.registry import HANDLERS
-
-            HANDLERS["u"] = str.isupper
-        ''',
-        "app/handlers/count.py": '''
-            from app import registry
-
-
-            def long_enough(word):
-                return len(word) > 3
-
-
-            registry.HANDLERS["c"] = long_enough
-        ''',
+        **SELF_REGISTERING_HANDLERS,
     })
     session = SliceSession(root, "main.py")
     inputs = [["upper,count", "uAB", "cabcd", "ux", "cab"], ["count", "uAB", "cabcd"], ["", "uAB"]]
