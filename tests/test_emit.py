@@ -723,19 +723,26 @@ def test_a_warm_server_compiles_the_patterns_its_evaluations_compiled(tmp_path, 
     """What one evaluation compiles (str and bytes patterns, with flags) the server compiles too, so later
     forks find it in re's cache (which this program looks into, as no real one does); what the patterns
     match is unchanged. On each Python the kit runs on (re's caches are private to it)."""
+    text = "Café 12, CAFEE 7 and caf 3 \xff\xff"
+    values = warm_loop_counts(tmp_path, REGEX_PROGRAM, "scan.py", "R", version, [text], 2)
+    assert values == [3.0, 13.0]  # 2 words and 1 run of bytes; then found in the cache
+
+
+def warm_loop_counts(tmp_path: Path, program: dict[str, str], name: str, tag: str, version: str | None,
+                     argv: list[str], times: int) -> list[float]:
+    """The count of ``for item in found`` in ``name``, sliced by ``tag``, from ``times`` evaluations in a row
+    by one warm server on Python ``version`` (this one for None; skips when pyenv lacks it)."""
     from mantispy.slicer.warm_client import WarmEvaluator
 
-    root = write_tree(tmp_path / "src", REGEX_PROGRAM)
-    found = find_feature(root, "scan.py", "for", "for item in found")
+    root = write_tree(tmp_path / "src", program)
+    found = find_feature(root, name, "for", "for item in found")
     out = tmp_path / "out"
-    emit(root, out, hand_slice(root, found, {"R"}, "scan.py"))
+    emit(root, out, hand_slice(root, found, {tag}, name))
     python = interpreter(version) if version else sys.executable
     if python is None:
         pytest.skip(f"no CPython {version} under pyenv on this machine")
-    text = "Café 12, CAFEE 7 and caf 3 \xff\xff"
     with WarmEvaluator(out, python=python) as warm:
-        first, second = (warm.evaluate([text], None, cwd=str(tmp_path), timeout=60)[0] for _ in range(2))
-    assert (first[found], second[found]) == (3.0, 13.0)  # 2 words and 1 run of bytes; then found in the cache
+        return [warm.evaluate(argv, None, cwd=str(tmp_path), timeout=60)[0][found] for _ in range(times)]
 
 
 LAZY_IMPORT_PROGRAM = {
@@ -762,18 +769,7 @@ def test_a_warm_server_imports_the_standard_library_modules_its_evaluations_impo
     and email to read its installed extensions, some 12 ms per fork) the server imports too, so later forks
     find it imported (which this program looks into, as no real one does); what the module computes is
     unchanged."""
-    from mantispy.slicer.warm_client import WarmEvaluator
-
-    root = write_tree(tmp_path / "src", LAZY_IMPORT_PROGRAM)
-    found = find_feature(root, "lazy.py", "for", "for item in found")
-    out = tmp_path / "out"
-    emit(root, out, hand_slice(root, found, {"L"}, "lazy.py"))
-    python = interpreter(version) if version else sys.executable
-    if python is None:
-        pytest.skip(f"no CPython {version} under pyenv on this machine")
-    with WarmEvaluator(out, python=python) as warm:
-        first, second, third = (warm.evaluate([], None, cwd=str(tmp_path), timeout=60)[0] for _ in range(3))
-    assert (first[found], second[found], third[found]) == (2.0, 5.0, 5.0)
+    assert warm_loop_counts(tmp_path, LAZY_IMPORT_PROGRAM, "lazy.py", "L", version, [], 3) == [2.0, 5.0, 5.0]
 
 
 # ====================================================================== the rewrite itself
