@@ -354,8 +354,8 @@ def _learn_modules(names):
     At most ``_MODULES_LIMIT`` in all."""
     global _KNOWN_MODULES, _imported_count
 
-    if not isinstance(names, list) or _imported_count >= _MODULES_LIMIT:
-        return
+    if not names or not isinstance(names, list) or _imported_count >= _MODULES_LIMIT:
+        return  # nothing new (the usual case): no work between two evaluations
     import gc
 
     saved = (sys.stdout, sys.stderr)
@@ -366,7 +366,7 @@ def _learn_modules(names):
                 continue
             try:
                 __import__(name)
-            except BaseException:  # a module this server cannot import stays the child's
+            except Exception:  # a module this server cannot import stays the child's
                 continue
             _imported_count += 1
     finally:
