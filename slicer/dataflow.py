@@ -28,7 +28,9 @@ Soundness limits (documented, and caught by the slicer's fidelity check, which m
 unsliceable rather than trust a wrong slice): aliasing is tracked only within a unit and only from a
 variable to what it was taken from (``ys = xs``, ``starts, ends = closers[tag]``, ``for g in groups``: a
 mutation through the first is one of the second, see :func:`_container_aliases`), or to what a program
-function it called hands back a part of (``last = self.last_token()`` returning ``self.tokens[-1]``), and
+function it called hands back a part of (``last = self.last_token()`` returning ``self.tokens[-1]``), or to
+the receiver and arguments of an outside call not known to return an object of its own (``cell =
+etree.SubElement(row, "td")``; :func:`externals.may_return_part`), and
 from a variable to the field or container it was stored into whole (``node.value = value``, or passed to a
 program callee that stores it so: ``SequenceNode(tag, value)``) or to the values a generator yields
 (``yield data``), not through fields otherwise; ``getattr``/``object.__getattribute__`` with a
@@ -142,6 +144,9 @@ class Scopes:
         # module object itself (``oldmod = sys.modules[__name__]``) once and nowhere else
         self.module_globals: frozenset[str] = frozenset(
             s.get_name() for s in module.get_symbols() if s.is_assigned() or s.is_imported())
+        # the globals only ``import`` binds: modules (their calls' results are never part of them)
+        self.imported_modules: frozenset[str] = frozenset(
+            s.get_name() for s in module.get_symbols() if s.is_imported() and not s.is_assigned())
         stores: dict[str, int] = defaultdict(int)
         bound_to_self: set[str] = set()
         for node in ast.walk(root.node):
@@ -255,6 +260,14 @@ class _Collector(ast.NodeVisitor):
         if isinstance(node, ast.Starred):
             return self.root(node.value)
         return None
+
+    def mutate(self, node: ast.AST) -> None:
+        """A weak write of every location a mutation through ``node`` may change: the root of each value a
+        conditional or boolean expression may give (``(parents[-1] if parents else top).append(t)``)."""
+        for option in _alternatives(node):
+            loc = self.root(option)
+            if loc is not None:
+                self.access.define(loc, strong=False)
 
     # -- names, attributes, subscripts
     def visit_Name(self, node: ast.Name) -> None:
@@ -413,14 +426,10 @@ class _Collector(ast.NodeVisitor):
             if isinstance(node.func, ast.Attribute) and externals.is_mutator(node.func.attr):
                 # resolved to the program through a function it is given (``items.sort(key=lambda v: -v)``):
                 # the outside method still writes its receiver
-                receiver = self.root(node.func.value)
-                if receiver is not None:
-                    self.access.define(receiver, strong=False)
+                self.mutate(node.func.value)
             return
         if name in ("setattr", "delattr") and len(node.args) >= 2:
-            target = self.root(node.args[0])
-            if target is not None:
-                self.access.define(target, strong=False)
+            self.mutate(node.args[0])
             attr = node.args[1]
             named = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
             self.access.define(("attr", attr.value) if named else ATTR_ANY, strong=False)
@@ -433,7 +442,6 @@ class _Collector(ast.NodeVisitor):
                 self.access.uses.add((ATTR_PREFIX, _constant_prefix(attr) or ""))
         if isinstance(node.func, ast.Attribute):
             method = node.func.attr
-            receiver = self.root(node.func.value)
             if name is not None and externals.consumes(name):
                 self._advance_arguments(node, name)
             elif externals.consumes_arguments(method):
@@ -445,10 +453,9 @@ class _Collector(ast.NodeVisitor):
             if self._mutated_argument(node, name):
                 return
             if externals.is_mutator(method):
-                if receiver is not None:
-                    self.access.define(receiver, strong=False)
+                self.mutate(node.func.value)
                 return
-            self._unknown(node, receiver)
+            self._unknown(node)
             return
         if name == "__import__":
             return  # imports a module and returns it: module bodies only write import-time globals
@@ -465,7 +472,7 @@ class _Collector(ast.NodeVisitor):
                 return
             if self._mutated_argument(node, name):
                 return
-        self._unknown(node, None)
+        self._unknown(node)
 
     def _file_system(self, node: ast.Call, name: str | None) -> None:
         """A call that reads or writes files uses or (weakly) defines the file-system location, whether
@@ -490,9 +497,7 @@ class _Collector(ast.NodeVisitor):
         index = externals.mutated_argument(name) if name is not None else None
         if index is None or index >= len(node.args):
             return False
-        loc = self.root(node.args[index])
-        if loc is not None:
-            self.access.define(loc, strong=False)
+        self.mutate(node.args[index])
         return True
 
     def _advance_arguments(self, node: ast.Call, name: str | None = None) -> None:
@@ -504,19 +509,17 @@ class _Collector(ast.NodeVisitor):
         else:
             iterated = [node.args[i] for i in externals.iterated_arguments(name, len(node.args))]
             iterated += [k.value for k in node.keywords if k.arg in (None, "iterable")]
-        for arg in iterated:
+        for arg in iterated:  # (not through ``x or []``: an iterator is always true, so that is a container)
             loc = self.root(arg)
             if loc is not None:
                 self.access.define(loc, strong=False)
 
-    def _unknown(self, node: ast.Call, receiver: Location | None) -> None:
+    def _unknown(self, node: ast.Call) -> None:
         """Conservative default: the call may mutate its receiver and every argument."""
-        if receiver is not None:
-            self.access.define(receiver, strong=False)
+        if isinstance(node.func, ast.Attribute):
+            self.mutate(node.func.value)
         for arg in [*node.args, *(k.value for k in node.keywords)]:
-            loc = self.root(arg)
-            if loc is not None:
-                self.access.define(loc, strong=False)
+            self.mutate(arg)
 
     # -- nested units: their bodies run elsewhere; what they read from here is used here
     def _nested_free_uses(self, node: ast.AST) -> None:
@@ -574,12 +577,15 @@ def _innermost(unit: CodeUnit, node: ast.AST) -> CodeUnit:
 
 
 def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False, returned_parts=None,
-             stored_parts=None) -> dict[int, Access]:
+             stored_parts=None, outside=None) -> dict[int, Access]:
     """Defs and uses of every vertex of one unit's CFG (``internal``: see :class:`_Collector`;
-    ``returned_parts``, ``stored_parts``: see :func:`_container_aliases`)."""
+    ``returned_parts``, ``stored_parts``, ``outside``: see :func:`_container_aliases`; ``outside``
+    defaults to the calls that are not ``internal``)."""
     unit = cfg.unit
     nested = {id(child.node): child for child in unit.children}
-    aliases = _container_aliases(cfg, scopes, returned_parts, stored_parts)
+    if outside is None:
+        outside = lambda call: not internal(call)  # noqa: E731
+    aliases = _container_aliases(cfg, scopes, returned_parts, stored_parts, outside)
     result: dict[int, Access] = {}
     for vertex in cfg.vertices.values():
         access = Access()
@@ -743,7 +749,35 @@ ELEMENT_GETTERS = frozenset({"get", "setdefault", "pop", "popitem", "popleft", "
 """Container methods whose result is an item of the container (``starts, ends = closers.get(tag)``)."""
 
 
-def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None, stored_parts=None) -> dict[Location, set[Location]]:
+def _alternatives(node: ast.AST) -> list[ast.AST]:
+    """The expressions whose value ``node``'s may be: both arms of ``a if c else b``, each operand of
+    ``a or b``, the value of ``(x := v)``; ``node`` itself otherwise."""
+    if isinstance(node, ast.IfExp):
+        return [*_alternatives(node.body), *_alternatives(node.orelse)]
+    if isinstance(node, ast.BoolOp):
+        return [option for value in node.values for option in _alternatives(value)]
+    if isinstance(node, ast.NamedExpr):
+        return [node.target, *_alternatives(node.value)]
+    return [node]
+
+
+def _outside_result_parts(call: ast.Call) -> list[ast.expr]:
+    """The receiver and arguments whose objects an outside call may hand back a part of (none where it
+    is known to return an object of its own)."""
+    method = call.func.attr if isinstance(call.func, ast.Attribute) else None
+    if not externals.may_return_part(dotted_name(call.func), method):
+        return []
+    given = [call.func.value] if isinstance(call.func, ast.Attribute) else []
+    return [*given, *call.args, *(k.value for k in call.keywords)]
+
+
+def _is_module(loc: Location, scopes: Scopes) -> bool:
+    """A global only ``import`` binds (``etree`` of ``etree.SubElement(...)``)."""
+    return loc[0] == "var" and loc[1] == "<module>" and loc[2] in scopes.imported_modules
+
+
+def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None, stored_parts=None,
+                       outside=None) -> dict[Location, set[Location]]:
     """Variable -> the locations whose objects it may hold a part of (or be), transitively, from the
     unit's ``x = y``, ``x = y[i]``, ``x = y.f``, ``x = y.get(k)`` / ``.setdefault(k, d)``, their unpacking
     forms (``starts, ends = closers[tag]``) and ``for x in y``: a mutation through ``x`` (a weak
@@ -756,6 +790,10 @@ def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None, stored_par
     (``stored_parts(call)``: (argument, field) pairs; ``SequenceNode(tag, value)`` with ``self.value =
     value`` in its ``__init__``), so ``value.append(item)`` afterwards changes what ``node.value`` reads
     (PyYAML's representer); a variable a generator yields whole is what its consumer receives (``RET``).
+    ``outside(call)``, where given, says a call may run code outside the program: what such a call returns
+    may be part of its receiver and arguments unless it is known to be an object of its own
+    (:func:`externals.may_return_part`): ``cell = etree.SubElement(row, "td")``, ``for el in
+    sorted(items)``; a module it is called on is not among them.
     Flow-insensitive within the unit."""
     unit = cfg.unit
 
@@ -806,13 +844,20 @@ def _container_aliases(cfg: CFG, scopes: Scopes, returned_parts=None, stored_par
         else:
             continue
         for target, value in pairs:
-            source = root(value) if value is not None else None
-            sources = {source} if source is not None else set()
-            if source is None and isinstance(value, ast.Call) and returned_parts is not None:
-                for part in returned_parts(value):
-                    found = root(part) if isinstance(part, ast.AST) else part
-                    if found is not None:
-                        sources.add(found)
+            sources: set[Location] = set()
+            for option in _alternatives(value) if value is not None else []:
+                source = root(option)
+                if source is not None:
+                    sources.add(source)
+                    continue
+                if isinstance(option, ast.Call) and returned_parts is not None:
+                    for part in returned_parts(option):
+                        found = root(part) if isinstance(part, ast.AST) else part
+                        if found is not None:
+                            sources.add(found)
+                if isinstance(option, ast.Call) and outside is not None and outside(option):
+                    sources.update(loc for loc in map(root, _outside_result_parts(option))
+                                   if loc is not None and not _is_module(loc, scopes))
             for name in names(target):
                 own = scopes.resolve(unit, name)
                 direct[own].update(s for s in sources if s != own)

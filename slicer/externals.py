@@ -96,6 +96,35 @@ MUTATING_FUNCTIONS = {"heapq.heappush": 0, "heapq.heappop": 0, "heapq.heapify": 
 """Functions that mutate one positional argument (its index)."""
 
 
+FRESH_RESULTS: dict[str, set[str]] = {
+    # functions (dotted names) whose result holds no object they were given: numbers, strings, flags,
+    # compiled patterns and their matches, decoded documents
+    "functions": {
+        "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "complex", "divmod", "float",
+        "format", "hash", "hasattr", "hex", "id", "int", "isinstance", "issubclass", "len", "oct", "ord", "pow",
+        "range", "repr", "round", "str", "sum", "type", "dir", "print", "math.*", "cmath.*", "string.*", "re.*",
+        "os.path.*", "posixpath.*", "bisect.bisect", "bisect.bisect_left", "bisect.bisect_right", "json.dumps",
+        "json.loads", "struct.pack", "struct.unpack", "zlib.crc32", "binascii.crc32", "hashlib.*",
+        "unicodedata.*", "textwrap.*", "fnmatch.*", "copy.deepcopy",
+    },
+    # methods, by name whatever the receiver, that answer with a new string, number or flag (not
+    # ``find``/``findall``: an ElementTree element's hand back its children)
+    "methods": {
+        "lower", "upper", "casefold", "capitalize", "title", "strip", "lstrip", "rstrip", "split", "rsplit",
+        "splitlines", "join", "startswith", "endswith", "replace", "rfind", "index", "rindex", "count",
+        "format", "encode", "decode", "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper",
+        "partition", "rpartition", "zfill", "ljust", "rjust", "center", "expandtabs", "translate", "keys",
+        "group", "groups", "groupdict", "start", "end", "span", "match", "search", "fullmatch", "sub", "subn",
+        "hexdigest", "digest", "bit_length", "is_integer", "conjugate", "issubset", "issuperset", "isdisjoint",
+        "__len__", "__contains__",
+    },
+}
+"""Outside calls whose result is an object of its own. Any other outside call may hand back (a part of) an
+object it was given: ``etree.SubElement(parent, "td")`` puts a new element inside ``parent`` and returns
+it, ``sorted(items)`` and ``next(it)`` hand back items, ``node.find("p")`` a child; so a mutation through
+what it returned may change its arguments and receiver (see dataflow's alias analysis)."""
+
+
 FILE_SYSTEM: dict[str, set[str]] = {
     # functions (dotted names; a bare last part matches ``from os import mkdir`` too) that change it
     "writes": {"os.mkdir", "os.makedirs", "os.remove", "os.unlink", "os.rename", "os.renames", "os.replace",
@@ -192,6 +221,14 @@ def iterated_arguments(name: str, given: int) -> tuple[int, ...]:
 def mutated_argument(name: str) -> int | None:
     """Index of the positional argument a known function mutates, if any."""
     return MUTATING_FUNCTIONS.get(name)
+
+
+def may_return_part(name: str | None, method: str | None) -> bool:
+    """Whether an outside call (``name``: its dotted name where it has one; ``method``: the attribute
+    called, for ``obj.m(...)``) may hand back an object it was given or a part of one."""
+    if name is not None and _matches(name, FRESH_RESULTS["functions"]):
+        return False
+    return method is None or method not in FRESH_RESULTS["methods"]
 
 
 def extend(path: Path) -> None:

@@ -1735,3 +1735,83 @@ def test_a_closure_that_outlives_its_maker_keeps_the_bindings_of_the_cells_it_re
     emitted = (out / "main.py").read_text()
     for binding in ("limit = 0", "found_arity = False", "found_arity = True", "limit += 1"):
         assert binding in emitted
+
+
+def test_a_mutation_through_what_an_outside_call_made_inside_an_argument_changes_the_argument(tmp_path):
+    """Markdown's tables extension: ``tr = etree.SubElement(parent, 'tr')``, ``c = etree.SubElement(tr,
+    tag)``, then ``c.set('style', ...)``. ElementTree's ``SubElement`` hands back a new element it has put
+    inside its argument, and the dataflow took what any outside call returns as an object of its own, so
+    the ``set`` changed no parameter: the serializer's ``if items:`` branches, sliced, lost every
+    attribute of the table cells and counted 27 % more elements without attributes than the program."""
+    root = write_program(tmp_path / "subelement", {
+        "main.py": '''
+            import sys
+            import xml.etree.ElementTree as etree
+
+
+            def build_row(parent, texts, styled):
+                tr = etree.SubElement(parent, "tr")
+                for text in texts:
+                    cell = etree.SubElement(tr, "td")
+                    cell.text = text
+                    if styled:
+                        cell.set("style", "text-align: left;")
+
+
+            def main(argv):
+                table = etree.Element("table")
+                for arg in argv:
+                    build_row(table, arg.split(","), arg.startswith("s"))
+                plain = 0
+                for element in table.iter():
+                    if not element.items():
+                        plain += 1
+                print(plain)
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["s1,s2", "a"], ["b,c,d"], ["s"]], ["main.py:main:branch:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_mutation_through_a_conditional_expression_changes_both_arms(tmp_path):
+    """Markdown's toc extension: ``(parents[-1]['children'] if parents else ordered_list).append(t)``.
+    The dataflow looked for one variable behind the receiver and found none in a conditional expression, so
+    the append changed nothing: the slices dropped it, built an empty table of contents, and counted fewer
+    elements than the program."""
+    root = write_program(tmp_path / "ifexp", {
+        "main.py": '''
+            import sys
+
+
+            def nest(levels):
+                top = []
+                parents = []
+                for level in levels:
+                    item = {"level": level, "children": []}
+                    (parents[-1]["children"] if parents else top).append(item)
+                    if level == 1:
+                        parents.append(item)
+                return top
+
+
+            def count(items):
+                total = 0
+                for item in items:
+                    total += 1 + count(item["children"])
+                return total
+
+
+            def main(argv):
+                for k in range(count(nest([int(a) for a in argv]))):
+                    pass
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["1", "2", "2"], ["2"], ["1", "1", "2"]], ["main.py:main:loop:1"],
+                          cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
