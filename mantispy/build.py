@@ -586,6 +586,8 @@ class Builder:
                 session = SliceSession(self.slicing_root, entry_string(self.spec), observed_calls=observed)
             except TooDeepError as exc:
                 raise BuildError(f"{self.slicing_root}/{exc}") from None
+            if campaign.manifest is not None:  # evaluators count else arms as the profile did
+                session.derived_counts = frozenset(campaign.manifest.get("derived") or {})
             self.static_session = session if observed is None else None
             train = frame[frame["input_id"].isin(train_ids)]
             median_wall = float(train["metric:wall_s"].median())

@@ -80,6 +80,9 @@ class SliceSession:
                                "recursion limit); split that expression or statement into smaller ones") from None
         self.build_seconds = time.perf_counter() - started
         self.features = dict(reuse.features) if reuse is not None else {f["id"]: f for f in features_of(self.program)}
+        self.derived_counts: frozenset[str] | None = reuse.derived_counts if reuse is not None else None
+        """The counters the profile's instrumentation counted with no probe (its manifest's ``derived``),
+        which evaluators count the same way; None: those the default instrumentation derives."""
 
     def slice(self, feature_id: str, also: dict[str, list] | None = None) -> SliceResult:
         """The slice of one feature (raises EvaluatorError if its construct cannot be found); ``also``:
@@ -115,7 +118,8 @@ class SliceSession:
         for _ in range(rounds):
             result = self.slice_combined(feature_ids, also)
             try:
-                report = emit_slice(self.program, result, out_dir, k, counts_on_failure=counts_on_failure)
+                report = emit_slice(self.program, result, out_dir, k, counts_on_failure=counts_on_failure,
+                                    derived=self.derived_counts)
             except EmitError as exc:
                 raise EvaluatorError(f"{feature_ids[0] if len(feature_ids) == 1 else 'combined evaluator'}: {exc}") from None
             grown = False

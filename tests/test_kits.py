@@ -65,6 +65,36 @@ def test_counters_tick_record_and_reset(counters):
     assert counters.values() == {"f.py:main:loop:1": 0, "f.py:main:value:n#1": 0, "f.py:main:value:n#2": 0}
 
 
+def test_a_deducted_counter_is_its_count_less_the_taken_slots(monkeypatch):
+    """An else arm the profile derives: its chain's entries (slot 0) less its arms taken (slot 1); an
+    evaluator written before deductions existed (no DEDUCTIONS) counts every slot plainly."""
+    build = types.ModuleType("_mantis_build")
+    build.FEATURES = (("f.py:g:branch:3", 0, None),)
+    build.SLOTS, build.K, build.DEDUCTIONS = 2, 2, {0: 1}
+    monkeypatch.setitem(sys.modules, "_mantis_build", build)
+    monkeypatch.setitem(sys.modules, "_mantis_values", values)
+    monkeypatch.delitem(sys.modules, "mantispy.slicer.kit.counters", raising=False)
+    module = importlib.import_module("mantispy.slicer.kit.counters")
+    try:
+        ticks, step, _, _ = module.register()
+        for _ in range(5):
+            step(ticks[0])
+        for _ in range(2):
+            step(ticks[1])
+        assert module.values() == {"f.py:g:branch:3": 3}
+    finally:
+        sys.modules.pop("mantispy.slicer.kit.counters", None)
+    del build.DEDUCTIONS
+    module = importlib.import_module("mantispy.slicer.kit.counters")
+    try:
+        ticks, step, _, _ = module.register()
+        step(ticks[0])
+        step(ticks[1])
+        assert module.values() == {"f.py:g:branch:3": 1}
+    finally:
+        sys.modules.pop("mantispy.slicer.kit.counters", None)
+
+
 def test_counters_average_a_version_over_threads_without_overflow(counters):
     """The evaluator's mean is the run-time's: two threads that each saw the largest float average to it
     (the old template's own mean overflowed here)."""
@@ -111,6 +141,12 @@ def test_build_constants_are_literals_that_read_back():
     assert namespace["FEATURES"] == constants.features and namespace["SLOTS"] == 2 and namespace["K"] == 5
     assert namespace["ENTRY"] == "-m app" and namespace["ROOT_PARTS"] == ("src",)
     assert namespace["MODULES"] == ("app", "app.core") and namespace["PRELOAD"] == ("argparse",)
+    assert namespace["DEDUCTIONS"] == {}
+    deducting = kit.BuildConstants(features=(("a.py:f:branch:2", 0, None),), k=5, entry="a.py", root_parts=(),
+                                   modules=("a",), preload=(), deductions=((0, 1),))
+    namespace = {}
+    exec(compile(deducting.source(), "_mantis_build.py", "exec"), namespace)
+    assert namespace["DEDUCTIONS"] == {0: 1} and namespace["SLOTS"] == 2
 
 
 def test_package_constants_are_literals_that_read_back():

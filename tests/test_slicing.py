@@ -1815,3 +1815,59 @@ def test_a_mutation_through_a_conditional_expression_changes_both_arms(tmp_path)
     rows = check_fidelity(session, root, [["1", "2", "2"], ["2"], ["1", "1", "2"]], ["main.py:main:loop:1"],
                           cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_an_else_arm_whose_test_raises_counts_as_the_profile_derives_it(tmp_path):
+    """pyparsing's ``_SingleCharLiteral.parseImpl``: ``if instring[loc] == self.firstMatchChar: return ...``
+    then ``raise ParseException``; at the end of the text ``instring[loc]`` raises IndexError, which a
+    caller catches. The instrumentor counts the implicit else with no probe, as the calls less the arm
+    taken, so a test that raises counts as the else there; the evaluator ticked it only after a false
+    test and counted 100 where the program counted 204. An ``elif`` chain's written ``else`` is derived
+    the same way (the chain's entries less its arms taken) when a test in its middle raises."""
+    root = write_program(tmp_path / "raising", {
+        "main.py": '''
+            import sys
+
+
+            def match(text, loc, char):
+                if text[loc] == char:
+                    return loc + 1
+                raise ValueError(loc)
+
+
+            def classify(text, loc):
+                if loc < 0:
+                    return 0
+                elif text[loc] == "a":
+                    return 1
+                elif text[loc] == "b":
+                    return 2
+                else:
+                    raise ValueError(loc)
+
+
+            def scan(text, char):
+                found = 0
+                for loc in range(len(text) + 2):
+                    try:
+                        match(text, loc, char)
+                        found += 1
+                    except (ValueError, IndexError):
+                        pass
+                    try:
+                        classify(text, loc - 1)
+                    except (ValueError, IndexError):
+                        pass
+                return found
+
+
+            def main(argv):
+                for word in argv:
+                    scan(word, "a")
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["banana", "ab"], ["xyz"], []], ["main.py:match:branch:2", "main.py:classify:branch:4"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []

@@ -48,7 +48,10 @@ instrumentor's code builders (:mod:`mantispy.instrument.codegen`) and semantics:
 
 * loop: ``for`` body start / ``(test) and TICK`` / comprehension clause ``if TICK``;
 * branch: ``(test) and TICK`` (if, elif), ``(test) or not TICK`` (else, implicit else, on the last test),
-  if-expression arms ``(TICK and (arm))``, case guard, loop-else / try-else block start;
+  if-expression arms ``(TICK and (arm))``, case guard, loop-else / try-else block start; an else arm
+  the profile counted with no probe (:mod:`mantispy.instrument.derivation`: its ``if`` chain's entries
+  less its arms taken, so that a test that raises counts as the else) is counted the same way: a tick at
+  the chain's first test and a second slot's after every arm's true test (``DEDUCTIONS`` in the kit);
 * call: function body start (after the docstring), lambda ``TICK and (body)``;
 * exception: handler block start;
 * value ``NAME#V``: the runtime's records at every site (re-read name after the assignment, tapped

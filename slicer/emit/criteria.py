@@ -10,7 +10,7 @@ from mantispy.slicer.program import Program, SourceFile
 from mantispy.slicer.slice_result import SliceResult
 
 from .errors import EmitError
-from .source import instrumentor_analysis
+from .source import derived_counters, instrumentor_analysis
 
 
 @dataclass
@@ -18,13 +18,22 @@ class Criterion:
     """One feature's construct and probes, as the instrumentor sees the original file.
 
     ``slot`` indexes the evaluator's counters and value stores: one per counter feature, one per
-    variable (every version of a variable wanted reads the same slot's records)."""
+    variable (every version of a variable wanted reads the same slot's records). ``taken_slot`` is set
+    for an else arm the profile counts without a probe (:mod:`mantispy.instrument.derivation`): its count
+    is the ``if`` chain's entries (``slot``) less its arms taken (``taken_slot``), so that a test that
+    raises counts as the else arm there too."""
 
     feature: Feature
     sites: list[ValueSite]  # values: every assignment site of the variable
     variable: str | None  # values: the recorded name (``n`` or ``self.total``)
     version: int | None  # values: V
     slot: int = 0
+    taken_slot: int | None = None
+
+    @property
+    def derived_else(self) -> bool:
+        """Whether this is an else arm counted as its chain's entries less its arms taken."""
+        return self.taken_slot is not None
 
     @property
     def kind(self) -> str:
@@ -65,8 +74,11 @@ def _resolve(source: SourceFile, wanted: dict, k: int) -> Criterion:
     return Criterion(feature, sites, variable, version)
 
 
-def resolve_criteria(program: Program, result: SliceResult, k: int) -> list[Criterion]:
-    """Every criterion of a (possibly combined) slice, with its slot assigned."""
+def resolve_criteria(program: Program, result: SliceResult, k: int,
+                     derived: frozenset[str] | None = None) -> list[Criterion]:
+    """Every criterion of a (possibly combined) slice, with its slots assigned. ``derived``: the counters
+    the profile's instrumentation counted with no probe (its manifest's ``derived``); None: those the
+    default instrumentation derives."""
     criteria: list[Criterion] = []
     slots: dict[str, int] = {}
     for wanted in result.all_criteria():
@@ -77,4 +89,10 @@ def resolve_criteria(program: Program, result: SliceResult, k: int) -> list[Crit
         key = f"variable:{criterion.feature.variable}" if criterion.kind == "value" else f"feature:{criterion.feature.id}"
         criterion.slot = slots.setdefault(key, len(slots))
         criteria.append(criterion)
+    for criterion in criteria:
+        fid = criterion.feature.id
+        if criterion.feature.detail in ("else", "implicit-else") and fid in (
+                derived_counters(program.by_path[criterion.feature.file].source, criterion.feature.file, k)
+                if derived is None else derived):
+            criterion.taken_slot = slots.setdefault(f"taken:{fid}", len(slots))
     return criteria

@@ -61,6 +61,8 @@ class Rewriter(cst.CSTTransformer):
             for site in criterion.sites:
                 self.sites.setdefault(tuple(site.span), []).append((criterion, site))  # type: ignore[arg-type]
         self.probes: dict[int, int] = {}  # slot -> probes inserted
+        self.elifs: set[int] = set()  # ``elif`` nodes (an ``If`` that is another's orelse)
+        self.chains: dict[int, list[Criterion]] = {}  # elif -> derived else criteria of the chain it ends
 
     def kept(self, node: cst.CSTNode | None) -> bool:
         return node is not None and id(node) in self.plan.keep
@@ -140,7 +142,15 @@ class Rewriter(cst.CSTTransformer):
         return stmt, [_record(criterion.slot, _variable_expr(criterion.variable))]
 
     # -------------------------------------------------------------- compound statements
+    def visit_If(self, node: cst.If) -> bool:
+        if isinstance(node.orelse, cst.If):
+            self.elifs.add(id(node.orelse))
+        return True
+
     def leave_If(self, original_node: cst.If, updated_node: cst.If):
+        """An arm's criterion ticks after its true test; an else arm's after the last test of its chain
+        was false (``(test) or not TICK``), or, where the profile derives it (entries less arms taken), at
+        the chain's first test (``TICK and (test)``) and after every arm's true test (the taken slot)."""
         if not self.kept(original_node):
             return cst.RemoveFromParent()
         node = updated_node
@@ -158,8 +168,18 @@ class Rewriter(cst.CSTTransformer):
             for criterion in self.targets_of(original_node.orelse):
                 self.probe(criterion)
                 elses.append(criterion)
+        derived = self.chains.pop(id(original_node.orelse), []) if isinstance(original_node.orelse, cst.If) else []
         for criterion in elses:
-            test = codegen.else_tick(codegen.paren(test), criterion.slot)
+            if criterion.derived_else:
+                derived.append(criterion)
+            else:
+                test = codegen.else_tick(codegen.paren(test), criterion.slot)
+        for criterion in derived:
+            test = codegen.then_tick(test, criterion.taken_slot)  # type: ignore[arg-type]
+        if derived and id(original_node) in self.elifs:
+            self.chains[id(original_node)] = derived  # the chain goes on up to its first test
+        elif derived:
+            test = codegen.before_test([_tick(c.slot) for c in derived], test)
         return node.with_changes(test=test) if test is not node.test else node
 
     def _drop_else(self, original_node, node):

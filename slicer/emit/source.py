@@ -73,6 +73,18 @@ def parsed_file(source: SourceFile) -> ParsedFile:
     return found
 
 
+def derived_counters(source: str, path: str, k: int) -> frozenset[str]:
+    """The counters of one file that the default instrumentation counts with no probe of their own (else
+    arms whose count follows from others: :mod:`mantispy.instrument.derivation`)."""
+    key = (path, source, "derived", k)
+    found = _ANALYSED_CACHE.get(key)
+    if found is None:
+        if len(_ANALYSED_CACHE) > 512:
+            _ANALYSED_CACHE.clear()
+        found = _ANALYSED_CACHE[key] = frozenset(instrument_source(source, path, Options(k=k)).derived)
+    return found
+
+
 def instrumentor_analysis(source: str, path: str, family: str, k: int):
     """``instrument_source`` of one file for one feature family, cached like :func:`parsed_file`."""
     key = (path, source, family, k)

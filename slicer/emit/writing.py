@@ -59,16 +59,18 @@ def _stub(path: str) -> str:
 
 
 def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5,
-               counts_on_failure: bool = False) -> EmitReport:
+               counts_on_failure: bool = False, derived: frozenset[str] | None = None) -> EmitReport:
     """Write the feature evaluator of ``result`` into ``out_dir``; see the module docstring.
 
     ``k`` must be the ``--k`` the program was instrumented with (value criteria follow the runtime's
     per-variable limits); ``counts_on_failure``: the evaluator gives the counts of a run that fails (a
-    sampled evaluator's, see :class:`mantispy.slicer.kit.BuildConstants`). Raises :class:`EmitError` when the criterion or entry cannot be found or a file
+    sampled evaluator's, see :class:`mantispy.slicer.kit.BuildConstants`); ``derived``: the counters the
+    profile's instrumentation counted with no probe (None: those the default instrumentation derives),
+    whose evaluator counts them the same way. Raises :class:`EmitError` when the criterion or entry cannot be found or a file
     that keeps code cannot be parsed.
     """
     out_dir = Path(out_dir)
-    criteria = resolve_criteria(program, result, k)
+    criteria = resolve_criteria(program, result, k, derived)
     entry_source = entry_file_of(program, result.entry)
     if entry_source is None:
         raise EmitError(f"entry {result.entry!r}: no such script or module in the program")
@@ -115,7 +117,8 @@ def emit_slice(program: Program, result: SliceResult, out_dir: Path, k: int = 5,
         features=tuple((fid, c.slot, c.version) for fid, c in zip(feature_ids, criteria)), k=k,
         entry=result.entry, root_parts=tuple(base_parts), modules=tuple(modules),
         preload=_preload(program, emission, entry_source, result.entry, to_write),
-        counts_on_failure=counts_on_failure)
+        counts_on_failure=counts_on_failure,
+        deductions=tuple((c.slot, c.taken_slot) for c in criteria if c.taken_slot is not None))
     written += kit.write_kit(out_dir, constants)
     warnings = emission.warnings + [f"{p}: the slice imports it but keeps nothing of it (written as an empty module)"
                                     for p, s in stats.items() if not s.sliced and not program.by_path[p].is_package]

@@ -69,11 +69,15 @@ class BuildConstants:
     counts_on_failure: bool = False
     """Whether an evaluation that fails (the program raises or exits non-zero) still gives the counts it
     made: a sampled evaluator's, whose program may fail on a cut file as its sampled runs did."""
+    deductions: tuple[tuple[int, int], ...] = ()
+    """(slot, taken slot): a counter whose value is its slot's count less the taken slot's (an else arm
+    counted as its ``if`` chain's entries less its arms taken, as the profile derives it)."""
 
     @property
     def slots(self) -> int:
         """Number of counter/record slots (a variable's versions share one slot)."""
-        return max((slot for _, slot, _ in self.features), default=-1) + 1
+        used = [slot for _, slot, _ in self.features] + [slot for pair in self.deductions for slot in pair]
+        return max(used, default=-1) + 1
 
     def source(self) -> str:
         """The text of ``_mantis_build.py``: literals only."""
@@ -94,6 +98,7 @@ class BuildConstants:
             f"MODULES = {tuple(self.modules)!r}  # the program's modules written here",
             f"PRELOAD = {tuple(self.preload)!r}  # what the warm server imports once",
             f"COUNTS_ON_FAILURE = {bool(self.counts_on_failure)!r}  # a failed evaluation gives its counts",
+            f"DEDUCTIONS = {dict(self.deductions)!r}  # slot -> the slot whose count its value is less",
             "",
         ]
         return "\n".join(lines)

@@ -7,13 +7,20 @@ _mantis_rec(j, value)``, as instrumented code does with the mantispy run-time, w
 module shares (``_mantis_values`` is a copy of :mod:`mantispy.runtime.values`): per thread, the first K
 recordable values; a thread gives a variable up after 4K unrecordable values; version V is averaged over
 the threads that recorded it. Slot j is one counter feature or one variable (all wanted versions of a
-variable share its slot). The slice's features, slots and K come from ``_mantis_build``.
+variable share its slot); a counter whose slot is in ``DEDUCTIONS`` is its count less the deducted slot's
+(an else arm: its chain's entries less its arms taken). The slice's features, slots and K come from
+``_mantis_build``.
 """
 
 import itertools
 import threading
 
 from _mantis_build import FEATURES, SLOTS, K
+
+try:
+    from _mantis_build import DEDUCTIONS
+except ImportError:  # an evaluator written before deductions existed
+    DEDUCTIONS = {}
 from _mantis_values import mean, number
 
 COUNTERS = tuple(itertools.count(1) for _ in range(SLOTS))
@@ -85,7 +92,7 @@ def _rec(j, value):
 
 def _value_of(slot, version):
     if version is None:
-        return count(slot)
+        return count(slot) - count(DEDUCTIONS[slot]) if slot in DEDUCTIONS else count(slot)
     i = version - 1
     averaged = mean([store[slot][i] for store in list(_stores) if len(store[slot]) > i])
     return 0 if averaged is None else averaged
