@@ -1,6 +1,6 @@
 """What code outside the analysed source does, as data: builtins, stdlib, installed packages.
 
-Three kinds of knowledge, each a plain table so it is easy to read and extend (``extend(path)`` merges
+Kinds of knowledge, each a plain table so it is easy to read and extend (``extend(path)`` merges
 a JSON file with the same keys):
 
 * ``pure``: functions whose result depends only on their arguments and which mutate nothing
@@ -12,6 +12,11 @@ a JSON file with the same keys):
 * ``mutators``: methods that mutate their receiver (``list.append``, ``dict.update`` ...).
 * ``effects``: functions with effects outside the program (printing, files, network, processes).
   The slicer drops statements whose only effect is one of these, unless the criterion depends on them.
+* ``fresh_functions`` / ``fresh_methods``: outside calls whose result is an object of its own (a string,
+  a number, a match). Any other outside call may hand back (a part of) an object it was given:
+  ``etree.SubElement(parent, "td")`` puts a new element inside ``parent`` and returns it, ``sorted(items)``
+  and ``next(it)`` hand back items, ``node.find("p")`` a child; so a mutation through what it returned
+  may change its arguments and receiver (see dataflow's alias analysis, :func:`may_return_part`).
 
 Anything else is *unknown*, and the conservative default applies: an unknown call may read and
 mutate every argument and its receiver, and its result depends on all of them.
@@ -71,6 +76,27 @@ TABLES: dict[str, set[str]] = {
         "write", "writelines", "flush", "write_text", "write_bytes", "unlink", "mkdir", "rmdir", "touch",
         "send", "sendall", "connect", "bind", "listen", "close",
     },
+    # functions (dotted names) whose result holds no object they were given: numbers, strings, flags,
+    # compiled patterns and their matches, decoded documents
+    "fresh_functions": {
+        "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "complex", "divmod", "float",
+        "format", "hash", "hasattr", "hex", "id", "int", "isinstance", "issubclass", "len", "oct", "ord", "pow",
+        "range", "repr", "round", "str", "sum", "type", "dir", "print", "math.*", "cmath.*", "string.*", "re.*",
+        "os.path.*", "posixpath.*", "bisect.bisect", "bisect.bisect_left", "bisect.bisect_right", "json.dumps",
+        "json.loads", "struct.pack", "struct.unpack", "zlib.crc32", "binascii.crc32", "hashlib.*",
+        "unicodedata.*", "textwrap.*", "fnmatch.*", "copy.deepcopy",
+    },
+    # methods, by name whatever the receiver, that answer with a new string, number or flag (not
+    # ``find``/``findall``: an ElementTree element's hand back its children)
+    "fresh_methods": {
+        "lower", "upper", "casefold", "capitalize", "title", "strip", "lstrip", "rstrip", "split", "rsplit",
+        "splitlines", "join", "startswith", "endswith", "replace", "rfind", "index", "rindex", "count",
+        "format", "encode", "decode", "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper",
+        "partition", "rpartition", "zfill", "ljust", "rjust", "center", "expandtabs", "translate", "keys",
+        "group", "groups", "groupdict", "start", "end", "span", "match", "search", "fullmatch", "sub", "subn",
+        "hexdigest", "digest", "bit_length", "is_integer", "conjugate", "issubset", "issuperset", "isdisjoint",
+        "__len__", "__contains__",
+    },
 }
 
 ITERATED_ARGUMENTS = {
@@ -96,33 +122,7 @@ MUTATING_FUNCTIONS = {"heapq.heappush": 0, "heapq.heappop": 0, "heapq.heapify": 
 """Functions that mutate one positional argument (its index)."""
 
 
-FRESH_RESULTS: dict[str, set[str]] = {
-    # functions (dotted names) whose result holds no object they were given: numbers, strings, flags,
-    # compiled patterns and their matches, decoded documents
-    "functions": {
-        "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "complex", "divmod", "float",
-        "format", "hash", "hasattr", "hex", "id", "int", "isinstance", "issubclass", "len", "oct", "ord", "pow",
-        "range", "repr", "round", "str", "sum", "type", "dir", "print", "math.*", "cmath.*", "string.*", "re.*",
-        "os.path.*", "posixpath.*", "bisect.bisect", "bisect.bisect_left", "bisect.bisect_right", "json.dumps",
-        "json.loads", "struct.pack", "struct.unpack", "zlib.crc32", "binascii.crc32", "hashlib.*",
-        "unicodedata.*", "textwrap.*", "fnmatch.*", "copy.deepcopy",
-    },
-    # methods, by name whatever the receiver, that answer with a new string, number or flag (not
-    # ``find``/``findall``: an ElementTree element's hand back its children)
-    "methods": {
-        "lower", "upper", "casefold", "capitalize", "title", "strip", "lstrip", "rstrip", "split", "rsplit",
-        "splitlines", "join", "startswith", "endswith", "replace", "rfind", "index", "rindex", "count",
-        "format", "encode", "decode", "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper",
-        "partition", "rpartition", "zfill", "ljust", "rjust", "center", "expandtabs", "translate", "keys",
-        "group", "groups", "groupdict", "start", "end", "span", "match", "search", "fullmatch", "sub", "subn",
-        "hexdigest", "digest", "bit_length", "is_integer", "conjugate", "issubset", "issuperset", "isdisjoint",
-        "__len__", "__contains__",
-    },
-}
-"""Outside calls whose result is an object of its own. Any other outside call may hand back (a part of) an
-object it was given: ``etree.SubElement(parent, "td")`` puts a new element inside ``parent`` and returns
-it, ``sorted(items)`` and ``next(it)`` hand back items, ``node.find("p")`` a child; so a mutation through
-what it returned may change its arguments and receiver (see dataflow's alias analysis)."""
+
 
 
 FILE_SYSTEM: dict[str, set[str]] = {
@@ -226,9 +226,9 @@ def mutated_argument(name: str) -> int | None:
 def may_return_part(name: str | None, method: str | None) -> bool:
     """Whether an outside call (``name``: its dotted name where it has one; ``method``: the attribute
     called, for ``obj.m(...)``) may hand back an object it was given or a part of one."""
-    if name is not None and _matches(name, FRESH_RESULTS["functions"]):
+    if name is not None and _matches(name, TABLES["fresh_functions"]):
         return False
-    return method is None or method not in FRESH_RESULTS["methods"]
+    return method is None or method not in TABLES["fresh_methods"]
 
 
 def extend(path: Path) -> None:

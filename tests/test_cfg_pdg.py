@@ -237,6 +237,38 @@ def test_module_functions_that_mutate_an_argument_write_it_not_the_module():
     assert ("heapq.heappush(heap, x)", "data:heap") in depends(pdg, "return heap")
 
 
+def test_a_mutation_through_an_outside_calls_result_writes_what_it_was_given_unless_that_result_is_fresh():
+    g = graphs("""
+        import xml.etree.ElementTree as etree
+        def cell(row, text):
+            td = etree.SubElement(row, "td")
+            td.set("class", "x")
+            words = text.split()
+            words.append("!")
+            return words
+    """)
+    pdg = g.pdgs["cell"]
+    setter = pdg.access[vertex(pdg.cfg, "td.set('class', 'x')").id].defs
+    assert setter == {("var", "cell", "td"): False, ("var", "cell", "row"): False}  # never the module etree
+    appended = pdg.access[vertex(pdg.cfg, "words.append('!')").id].defs
+    assert appended == {("var", "cell", "words"): False}  # str.split answers with new strings
+
+
+def test_extra_tables_say_which_outside_results_are_fresh(tmp_path):
+    from mantispy.slicer import externals
+
+    assert externals.may_return_part("etree.SubElement", "SubElement")
+    assert not externals.may_return_part("len", None) and not externals.may_return_part("s.strip", "strip")
+    table = tmp_path / "fresh.json"
+    table.write_text('{"fresh_methods": ["render_markup"]}')
+    saved = set(externals.TABLES["fresh_methods"])
+    try:
+        externals.extend(table)
+        assert not externals.may_return_part("page.render_markup", "render_markup")
+    finally:
+        externals.TABLES["fresh_methods"] = saved
+
+
 def test_lambdas_and_comprehensions_are_units_reading_their_enclosing_scope():
     g = graphs("""
         def f(xs, k):
