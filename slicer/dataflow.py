@@ -30,7 +30,9 @@ variable to what it was taken from (``ys = xs``, ``starts, ends = closers[tag]``
 mutation through the first is one of the second, see :func:`_container_aliases`), or to what a program
 function it called hands back a part of (``last = self.last_token()`` returning ``self.tokens[-1]``), or to
 the receiver and arguments of an outside call not known to return an object of its own (``cell =
-etree.SubElement(row, "td")``; :func:`externals.may_return_part`), and
+etree.SubElement(row, "td")``; :func:`externals.may_return_part`), or, for a variable bound to a
+container's method (``add = out.append``, in the unit or an enclosing function), to that container (a
+call through it reads it and, unless the method is pure, writes it), and
 from a variable to the field or container it was stored into whole (``node.value = value``, or passed to a
 program callee that stores it so: ``SequenceNode(tag, value)``) or to the values a generator yields
 (``yield data``), not through fields otherwise; ``getattr``/``object.__getattribute__`` with a
@@ -237,9 +239,10 @@ class _Collector(ast.NodeVisitor):
     """
 
     def __init__(self, unit: CodeUnit, scopes: Scopes, access: Access, nested: dict[int, CodeUnit],
-                 internal=lambda call: False) -> None:
+                 internal=lambda call: False, bound: dict[Location, list[tuple[Location, str]]] | None = None) -> None:
         self.unit, self.scopes, self.access, self.nested = unit, scopes, access, nested
         self.internal = internal
+        self.bound = bound or {}  # variable -> (receiver, method) of the bound methods it may hold
         self.dict_writes: set[int] = set()  # ``obj.__dict__`` nodes that are written through
         # ``obj.__dict__`` nodes used with a constant key (``.get("k")``, ``["k"]``, ``"k" in``): id -> the key
         self.dict_keys: dict[int, str] = {}
@@ -422,6 +425,8 @@ class _Collector(ast.NodeVisitor):
         self.access.calls.append(node)
         name = dotted_name(node.func)
         self._file_system(node, name)
+        if isinstance(node.func, ast.Name) and self._bound_method_call(node.func):
+            return
         if self.internal(node):
             if isinstance(node.func, ast.Attribute) and externals.is_mutator(node.func.attr):
                 # resolved to the program through a function it is given (``items.sort(key=lambda v: -v)``):
@@ -473,6 +478,22 @@ class _Collector(ast.NodeVisitor):
             if self._mutated_argument(node, name):
                 return
         self._unknown(node)
+
+    def _bound_method_call(self, func: ast.Name) -> bool:
+        """A call through a variable holding an outside method bound to its object (``add = out.append``,
+        ``cache_get = cache.get``, also from an enclosing function): it reads that object and, unless the
+        method mutates nothing, writes it. True when ``func`` is such a variable and its methods are
+        known (then the arguments are only read, as ``out.append(x)`` reads ``x``)."""
+        bound = self.bound.get(self.var(func.id))
+        if not bound:
+            return False
+        known = True
+        for receiver, method in bound:
+            self.access.uses.add(receiver)
+            if not externals.is_pure_method(method):
+                self.access.define(receiver, strong=False)
+            known = known and (externals.is_pure_method(method) or externals.is_mutator(method))
+        return known
 
     def _file_system(self, node: ast.Call, name: str | None) -> None:
         """A call that reads or writes files uses or (weakly) defines the file-system location, whether
@@ -586,10 +607,11 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False, returned_par
     if outside is None:
         outside = lambda call: not internal(call)  # noqa: E731
     aliases = _container_aliases(cfg, scopes, returned_parts, stored_parts, outside)
+    bound = _bound_methods(unit, scopes)
     result: dict[int, Access] = {}
     for vertex in cfg.vertices.values():
         access = Access()
-        collector = _Collector(unit, scopes, access, nested, internal)
+        collector = _Collector(unit, scopes, access, nested, internal, bound)
         node = vertex.node
         kind = vertex.kind
         if kind == "entry":
@@ -662,6 +684,36 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False, returned_par
                     access.define(("attr", loc[2]), strong=False)
         result[vertex.id] = access
     return result
+
+
+BINDABLE_METHODS = frozenset(externals.TABLES["mutators"] | externals.TABLES["pure_methods"]
+                             | externals.TABLES["consuming_methods"])
+"""Methods of the standard containers and strings: ``add = out.append`` holds one bound to ``out``."""
+
+
+def _bound_methods(unit: CodeUnit, scopes: Scopes) -> dict[Location, list[tuple[Location, str]]]:
+    """Variables a unit or an enclosing function binds to a container's method (``add = out.append``,
+    ``cache_pop = cache.pop`` in an ``__init__`` whose nested functions call it): variable -> (the
+    object's location, the method) for each such binding. Flow-insensitive."""
+    found: dict[Location, list[tuple[Location, str]]] = {}
+    owner: CodeUnit | None = unit
+    while owner is not None:
+        for node in _own_nodes(owner.node):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Attribute) and node.value.attr in BINDABLE_METHODS):
+                continue
+            receiver = node.value.value
+            while isinstance(receiver, ast.Subscript):
+                receiver = receiver.value
+            where = (scopes.resolve(owner, receiver.id) if isinstance(receiver, ast.Name)
+                     else ("attr", receiver.attr) if isinstance(receiver, ast.Attribute) else None)
+            if where is None or _is_module(where, scopes):
+                continue
+            held = scopes.resolve(owner, node.targets[0].id)
+            if owner is unit or held[1] == owner.qualname:  # an enclosing function's own variable (a cell)
+                found.setdefault(held, []).append((where, node.value.attr))
+        owner = owner.parent if owner.kind in ("function", "lambda", "comprehension") else None
+    return found
 
 
 def _own_nodes(node: ast.AST):

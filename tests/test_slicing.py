@@ -1871,3 +1871,64 @@ def test_an_else_arm_whose_test_raises_counts_as_the_profile_derives_it(tmp_path
     session = SliceSession(root, "main.py")
     rows = check_fidelity(session, root, [["banana", "ab"], ["xyz"], []], ["main.py:match:branch:2", "main.py:classify:branch:4"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_call_through_a_bound_method_of_a_container_reads_and_changes_the_container(tmp_path):
+    """``add = out.append`` then ``add(word)``, and pyparsing's packrat cache: ``_FifoCache.__init__`` binds
+    ``cache_get = cache.get`` and ``cache_pop = cache.pop`` and its nested ``set_`` evicts with
+    ``cache_pop(next(iter(cache)))``. A call through such a variable changed nothing the dataflow saw: the
+    slices dropped the appends (a loop over the list ran 0 times) and the eviction (the cache kept every
+    entry, and the evaluator counted 29,802 cache writes where the program made 46,785)."""
+    root = write_program(tmp_path / "bound", {
+        "main.py": '''
+            import sys
+
+
+            def collect(words):
+                out = []
+                add = out.append
+                for word in words:
+                    if word.startswith("a"):
+                        add(word)
+                return out
+
+
+            class Fifo:
+                def __init__(self, size):
+                    cache = {}
+                    cache_get = cache.get
+                    cache_pop = cache.pop
+
+                    def get(key):
+                        return cache_get(key)
+
+                    def put(key, value):
+                        cache[key] = value
+                        while len(cache) > size:
+                            cache_pop(next(iter(cache)))
+
+                    self.get, self.put = get, put
+
+
+            def compute(fifo, word):
+                found = fifo.get(word)
+                if found is None:
+                    found = len(word)
+                    fifo.put(word, found)
+                return found
+
+
+            def main(argv):
+                for k in collect(argv):
+                    pass
+                fifo = Fifo(2)
+                for word in argv * 2:
+                    compute(fifo, word)
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["ab", "b", "ac"], ["x", "y", "z", "x"], []],
+                          ["main.py:main:loop:1", "main.py:compute:branch:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
