@@ -146,7 +146,8 @@ class Scopes:
         # module object itself (``oldmod = sys.modules[__name__]``) once and nowhere else
         self.module_globals: frozenset[str] = frozenset(
             s.get_name() for s in module.get_symbols() if s.is_assigned() or s.is_imported())
-        # the globals only ``import`` binds: modules (their calls' results are never part of them)
+        # the globals only ``import`` binds: modules, and what ``from m import x`` binds (the alias rules
+        # take neither for an object a call's result is part of; see _is_module)
         self.imported_modules: frozenset[str] = frozenset(
             s.get_name() for s in module.get_symbols() if s.is_imported() and not s.is_assigned())
         stores: dict[str, int] = defaultdict(int)
@@ -824,7 +825,8 @@ def _outside_result_parts(call: ast.Call) -> list[ast.expr]:
 
 
 def _is_module(loc: Location, scopes: Scopes) -> bool:
-    """A global only ``import`` binds (``etree`` of ``etree.SubElement(...)``)."""
+    """A global only ``import`` binds (``etree`` of ``etree.SubElement(...)``; also a ``from m import x``
+    object, which is a documented gap: its changes through such a result are not seen)."""
     return loc[0] == "var" and loc[1] == "<module>" and loc[2] in scopes.imported_modules
 
 

@@ -4,6 +4,7 @@ systems (libcst's character columns, ast's UTF-8 byte columns), and the instrume
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import libcst as cst
@@ -61,36 +62,30 @@ _PARSED_CACHE: dict[tuple[str, str], ParsedFile] = {}
 _ANALYSED_CACHE: dict[tuple[str, str, str, int], Any] = {}
 
 
+def _cached(cache: dict, key: tuple, compute: Callable[[], Any]) -> Any:
+    """``cache[key]``, computed once (a cache holds at most 512 entries: it starts again when full)."""
+    found = cache.get(key)
+    if found is None:
+        if len(cache) > 512:
+            cache.clear()
+        found = cache[key] = compute()
+    return found
+
+
 def parsed_file(source: SourceFile) -> ParsedFile:
     """The parsed file, shared by every emission of the same source text (libcst trees are immutable, and
     plans refer to nodes by identity, so one tree serves many slices; parsing is most of an emission's time)."""
-    key = (source.path, source.source)
-    found = _PARSED_CACHE.get(key)
-    if found is None:
-        if len(_PARSED_CACHE) > 512:
-            _PARSED_CACHE.clear()
-        found = _PARSED_CACHE[key] = ParsedFile(source)
-    return found
+    return _cached(_PARSED_CACHE, (source.path, source.source), lambda: ParsedFile(source))
 
 
 def derived_counters(source: str, path: str, k: int) -> frozenset[str]:
     """The counters of one file that the default instrumentation counts with no probe of their own (else
-    arms whose count follows from others: :mod:`mantispy.instrument.derivation`)."""
-    key = (path, source, "derived", k)
-    found = _ANALYSED_CACHE.get(key)
-    if found is None:
-        if len(_ANALYSED_CACHE) > 512:
-            _ANALYSED_CACHE.clear()
-        found = _ANALYSED_CACHE[key] = frozenset(instrument_source(source, path, Options(k=k)).derived)
-    return found
+    arms whose count follows from others: :mod:`mantispy.instrument.derivation`), cached likewise."""
+    return _cached(_ANALYSED_CACHE, (path, source, "derived", k),
+                   lambda: frozenset(instrument_source(source, path, Options(k=k)).derived))
 
 
 def instrumentor_analysis(source: str, path: str, family: str, k: int):
     """``instrument_source`` of one file for one feature family, cached like :func:`parsed_file`."""
-    key = (path, source, family, k)
-    found = _ANALYSED_CACHE.get(key)
-    if found is None:
-        if len(_ANALYSED_CACHE) > 512:
-            _ANALYSED_CACHE.clear()
-        found = _ANALYSED_CACHE[key] = instrument_source(source, path, Options(families=frozenset({family}), k=k))
-    return found
+    return _cached(_ANALYSED_CACHE, (path, source, family, k),
+                   lambda: instrument_source(source, path, Options(families=frozenset({family}), k=k)))
