@@ -1120,9 +1120,11 @@ def _import_time_constants(sdg: SDG) -> None:
                 if ANY in access.defs and reasons - _HARMLESS_HAVOC:
                     sdg.constant_defs = _ConstantDefs({}, None, {})
                     return
+                node = proc.cfg.vertices[vid].node
                 for loc, strong in access.defs.items():
                     if loc != ANY and not _memo_store(sdg, proc, qualify(key[0], loc)):
-                        (written_elsewhere if strong else mutated).add(qualify(key[0], loc))
+                        rebinds = strong or loc[0] == "attr" and _stores_field(node, loc[1])
+                        (written_elsewhere if rebinds else mutated).add(qualify(key[0], loc))
                 continue
             for loc in access.defs:
                 if loc == ANY:
@@ -1273,6 +1275,36 @@ def _literal_all(tree: ast.Module) -> set[str] | None:
         listed = {e.value for e in value.elts}
         names = (names or set()) | listed if isinstance(stmt, ast.AugAssign) else listed
     return names
+
+
+def _stores_field(node: ast.AST | None, name: str) -> bool:
+    """Whether ``node`` sets or deletes field ``name`` of some object (``self.tokens = []``,
+    ``setattr(obj, "tokens", v)``, ``obj.__dict__["tokens"] = v``): a write of the binding, which a field
+    write's weak definition alone does not tell from a change of the object the field holds
+    (``self.tokens.append(t)``). sqlparse's package binds its ``tokens`` module at import and its
+    ``StatementSplitter`` sets ``self.tokens`` at run time: taken for a change of the module object, the
+    field passed for an import-time constant and the slices dropped the store."""
+    if node is None:
+        return False
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Attribute) and inner.attr == name and isinstance(inner.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(inner, ast.Subscript) and isinstance(inner.ctx, (ast.Store, ast.Del)) and _names_field(inner.slice, name):
+            return True  # ``obj.__dict__["tokens"] = v`` (any container stored under that key: conservative)
+        if isinstance(inner, ast.Call) and any(_names_field(a, name) for a in inner.args[1:2]):
+            callee = inner.func.attr if isinstance(inner.func, ast.Attribute) else getattr(inner.func, "id", None)
+            if callee in ("setattr", "delattr"):
+                return True
+        if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.args
+                and inner.func.attr in ("setdefault", "update", "pop", "__setitem__", "__delitem__")
+                and _names_field(inner.args[0], name)):
+            return True  # ``obj.__dict__.setdefault("tokens", [])``
+    return False
+
+
+def _names_field(node: ast.AST, name: str) -> bool:
+    """``node`` is the string constant ``name``."""
+    return isinstance(node, ast.Constant) and node.value == name
 
 
 def _binds_code_object(sdg: SDG, writers: list[Node]) -> bool:

@@ -1932,3 +1932,54 @@ def test_a_call_through_a_bound_method_of_a_container_reads_and_changes_the_cont
     rows = check_fidelity(session, root, [["ab", "b", "ac"], ["x", "y", "z", "x"], []],
                           ["main.py:main:loop:1", "main.py:compute:branch:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_field_set_at_run_time_is_no_import_time_constant_though_a_module_of_its_name_is_imported(tmp_path):
+    """sqlparse's package imports its ``tokens`` module (binding the field ``tokens`` of the package at
+    import) and ``StatementSplitter._reset`` sets ``self.tokens = []``. A field store is a weak definition
+    (the heap is object-insensitive), which was taken for a change of the object the field holds, a
+    module's, so ``tokens`` passed for an import-time constant and the slices dropped ``self.tokens = []``
+    (the evaluator failed with AttributeError)."""
+    root = write_program(tmp_path / "fields", {
+        "pkg/__init__.py": """
+            from pkg import tokens
+        """,
+        "pkg/tokens.py": """
+            WORD = "word"
+        """,
+        "pkg/splitter.py": """
+            from pkg import tokens as T
+
+
+            class Splitter:
+                def __init__(self):
+                    self._reset()
+
+                def _reset(self):
+                    self.tokens = []
+
+                def feed(self, text):
+                    for word in text.split():
+                        self.tokens.append((T.WORD, word))
+                    return len(self.tokens)
+        """,
+        "main.py": """
+            import sys
+
+            from pkg.splitter import Splitter
+
+
+            def main():
+                splitter = Splitter()
+                total = splitter.feed(" ".join(["w"] * int(sys.argv[1])))
+                for _ in range(total):
+                    pass
+                print(total)
+
+
+            main()
+        """})
+    session = SliceSession(root, "main.py")
+    assert session.sdg.constant_defs.written_elsewhere is not None  # the shortcut is on
+    rows = check_fidelity(session, root, [["2"], ["5"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
