@@ -14,14 +14,21 @@ Locations (what a definition writes and a use reads):
 * ``("state", KIND, VERTEX)``: hidden state one vertex hands to another (an iterator from
   ``for-iter`` to ``for-next``, a context manager from ``with-enter`` to ``with-exit``, a match
   subject to its cases).
-* ``ANY``: what a construct the analysis does not model may touch (``exec``/``eval``, ``globals()``,
-  ``locals()``, ``vars()``, ``from m import *``). Such a vertex
+* ``ANY``: what a construct the analysis does not model may touch (``exec``/``eval`` of code in a
+  module or class body or in the module's globals, ``globals()`` written under a computed key or held
+  on to, ``locals()``/``vars()`` in a class body, ``from m import *``). Such a vertex
   weakly defines ``ANY`` (every later use may depend on it) and uses ``ANY`` (it depends on every
   definition that reaches it); each is reported as an :class:`Unsupported` note with its location.
-  ``obj.__dict__`` written through (``.update(...)``, ``[k] = v``, ``= d``) writes "some field"
-  (``ATTR_ANY``) and obj; read otherwise, it uses ``ANY`` (every field); under a constant key
+  ``obj.__dict__`` and ``vars(obj)`` written through (``.update(...)``, ``[k] = v``, ``= d``) write "some
+  field" (``ATTR_ANY``) and obj; read otherwise, they use ``ANY`` (every field); under a constant key
   (``.get("k")``, ``["k"]``, ``"k" in``) it is field ``k``, and the current module's own ``__dict__``
-  (``sys.modules[__name__]``) is its globals (see ``_Collector._object_dict``). ``__import__(...)`` only
+  (``sys.modules[__name__]``) is its globals (see ``_Collector._object_dict``). ``globals()`` (and
+  ``vars()``/``locals()`` in a module body) read where it stands (subscripted, compared, iterated, a
+  reading method's receiver, ``**``-unpacked) reads the module's globals, under a constant key that
+  one; ``vars()``/``locals()`` in a function reads its variables. ``exec``/``eval`` in a function use
+  ``ANY`` and weakly define the module's globals and the function's variables (the objects they hold may
+  change); with a globals mapping of the caller's own (``exec(text, namespace)``) they are an outside
+  call that may change that mapping. ``__import__(...)`` only
   imports: a module body it may run writes import-time globals, which the SDG handles apart.
 
 Soundness limits (documented, and caught by the slicer's fidelity check, which marks a feature
@@ -38,7 +45,7 @@ program callee that stores it so: ``SequenceNode(tag, value)``) or to the values
 (``yield data``), not through fields otherwise; ``getattr``/``object.__getattribute__`` with a
 computed name read the import-time fields (methods, class attributes) whose names start with the name's
 constant part (``"parse_" + kind``; any field when there is none), but not fields set at run time;
-``globals()``/``locals()``/``vars()`` writes, ``exec``/``eval`` are not modelled; code outside the
+what ``exec``/``eval``'d text does is not modelled beyond the above; code outside the
 analysed source is assumed not to read or write attributes of the program's objects except through
 calls the call graph resolves; an unknown call may read and mutate its arguments and receiver (the
 conservative default of :mod:`externals`).
@@ -64,6 +71,10 @@ ATTR_ANY: tuple = ("attr", "*")
 ATTR_PREFIX = "attr-prefix"  # (ATTR_PREFIX, "parse_"): some field named "parse_..." (getattr dispatch)
 COMPUTED_GETATTR = {"getattr", "object.__getattribute__", "type.__getattribute__"}
 DICT_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+DICT_READERS = {"get", "items", "keys", "values", "copy", "__contains__", "__getitem__", "__len__", "__iter__"}
+NAMESPACE_CALLS = {"globals", "locals", "vars"}
+# builtins that read a mapping they are given and keep no hold on it (``len(globals())``, ``sorted(vars())``)
+READING_BUILTINS = {"len", "list", "sorted", "dict", "set", "tuple", "frozenset", "repr", "str", "print", "any", "all"}
 
 
 def _constant_prefix(node: ast.AST) -> str | None:
@@ -249,6 +260,9 @@ class _Collector(ast.NodeVisitor):
         self.dict_keys: dict[int, str] = {}
         # ``obj.__dict__`` nodes updated from the current module's own ``__dict__``: id -> the names copied
         self.dict_copies: dict[int, frozenset[str]] = {}
+        # dictionary nodes (``obj.__dict__``, ``vars(obj)``, ``globals()``...) only read where they stand:
+        # subscripted, compared, iterated, a reading method's receiver, ``**`` unpacked
+        self.dict_reads: set[int] = set()
 
     def var(self, name: str) -> Location:
         return self.scopes.resolve(self.unit, name)
@@ -292,7 +306,83 @@ class _Collector(ast.NodeVisitor):
         else:
             self.access.define(("attr", node.attr), strong=False)
 
-    def _object_dict(self, node: ast.Attribute) -> None:
+    def _viewed(self, node: ast.AST) -> tuple[str, ast.expr | None] | None:
+        """Which dictionary ``node`` is: ``("object", obj)`` for ``obj.__dict__`` and ``vars(obj)``;
+        ``("module", None)`` for ``globals()`` and, in a module body, ``vars()`` / ``locals()``;
+        ``("locals", None)`` for those two in a function, lambda or comprehension; ``("class", None)`` in
+        a class body; None for anything else (also for a program function named ``vars``)."""
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return ("object", node.value)
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in NAMESPACE_CALLS
+                and not node.keywords and self._is_builtin(node.func.id)):
+            return None
+        if node.func.id == "vars" and len(node.args) == 1 and not isinstance(node.args[0], ast.Starred):
+            return ("object", node.args[0])
+        if node.args:
+            return None
+        if node.func.id == "globals" or self.unit.kind == "module":
+            return ("module", None)
+        return ("class", None) if self.unit.kind == "class" else ("locals", None)
+
+    def _is_builtin(self, name: str) -> bool:
+        """``name`` is the builtin of that name here (no variable of the program binds it)."""
+        return self.var(name) == ("var", "<module>", name) and name not in self.scopes.module_globals
+
+    def _read_only(self, node: ast.AST) -> None:
+        """Mark a dictionary node that is only read where it stands (see ``dict_reads``)."""
+        if self._viewed(node) is not None:
+            self.dict_reads.add(id(node))
+
+    def _object_dict(self, node: ast.expr) -> None:
+        """A dictionary node (see :meth:`_viewed`): an object's attribute dictionary, or a namespace."""
+        kind, holder = self._viewed(node)
+        if kind == "object":
+            self._attribute_dict(node, holder)
+        elif kind == "class":
+            self.access.havoc(node, f"{node.func.id}()")
+        else:
+            self._namespace(node, kind)
+
+    def _namespace(self, node: ast.Call, kind: str) -> None:
+        """``globals()`` (and ``vars()`` / ``locals()`` in a module body) is the module's globals: read
+        where it stands it reads them all, under a constant key (``globals()["name"]``, ``"name" in
+        globals()``) it reads or writes that one; written through otherwise, or held on to, it is not
+        modelled (may read and write anything). ``vars()`` / ``locals()`` in a function is a snapshot of
+        its variables: it reads them all and writing into it changes none of them."""
+        written = id(node) in self.dict_writes
+        if kind == "locals":
+            self.access.uses.update(self._visible_variables())
+            return
+        key = self.dict_keys.get(id(node))
+        if key is not None:
+            self.access.uses.add(("var", "<module>", key))
+            if written:
+                self.access.define(("var", "<module>", key), strong=False)
+            return
+        if id(node) in self.dict_reads and not written:
+            self.access.uses.update(("var", "<module>", name) for name in self.scopes.module_globals)
+            return
+        self.access.havoc(node, f"{node.func.id}()")
+
+    def _visible_variables(self) -> set[Location]:
+        """The variables ``locals()`` may show in this unit: its own, its parameters and the cells it
+        reads, and for a comprehension those of the units around it (Python 3.12 inlines it there)."""
+        found: set[Location] = set()
+        unit: CodeUnit | None = self.unit
+        while unit is not None:
+            table = self.scopes.table_of.get(id(unit))
+            if unit.kind == "module":
+                found.update(("var", "<module>", name) for name in self.scopes.module_globals)
+                break
+            if table is not None:
+                found.update(self.scopes.resolve(unit, s.get_name()) for s in table.get_symbols()
+                             if s.is_local() or s.is_parameter() or s.is_free())
+            if unit.kind != "comprehension":
+                break
+            unit = unit.parent
+        return found
+
+    def _attribute_dict(self, node: ast.expr, holder: ast.expr) -> None:
         """``obj.__dict__``: a store, or a mutation through it (``.update(...)``, ``[k] = v``), writes some
         field of obj (``ATTR_ANY``, which every field read uses) and obj; any other read of it reads
         every field, which only ``ANY`` stands for (a use, reported as not modelled).
@@ -301,14 +391,14 @@ class _Collector(ast.NodeVisitor):
         ``.setdefault("k", v)``) reads, or writes, field ``k`` alone; and the current module's own
         ``__dict__`` (``sys.modules[__name__].__dict__``) holds the module's globals, so reading it reads
         them, and copying it into another object (``new.__dict__.update(old.__dict__)``, Pygments'
-        lazy-loading module) writes those fields."""
-        self.visit(node.value)
+        lazy-loading module) writes those fields. ``vars(obj)`` is ``obj.__dict__``."""
+        self.visit(holder)
         key = self.dict_keys.get(id(node))
         if key is not None:
             self.access.uses.add(("attr", key))
             if id(node) in self.dict_writes:
                 self.access.define(("attr", key), strong=False)
-                root = self.root(node.value)
+                root = self.root(holder)
                 if root is not None:
                     self.access.define(root, strong=False)
             return
@@ -316,19 +406,20 @@ class _Collector(ast.NodeVisitor):
         if copied is not None:
             for name in copied:
                 self.access.define(("attr", name), strong=False)
-            root = self.root(node.value)
+            root = self.root(holder)
             if root is not None:
                 self.access.define(root, strong=False)
             return
-        if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_writes and self._current_module(node.value):
+        read = not isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)) and id(node) not in self.dict_writes
+        if read and self._current_module(holder):
             self.access.uses.update(("var", "<module>", name) for name in self.scopes.module_globals)
             return
-        if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_writes:
+        if read:
             self.access.uses.add(ANY)
             self.access.unsupported.append((node.lineno, node.col_offset, "__dict__"))
             return
         self.access.define(ATTR_ANY, strong=False)
-        root = self.root(node.value)
+        root = self.root(holder)
         if root is not None:
             self.access.define(root, strong=False)
 
@@ -342,18 +433,22 @@ class _Collector(ast.NodeVisitor):
         constant = _constant_key(node.left)
         if constant is not None and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             target = node.comparators[0]
-            if isinstance(target, ast.Attribute) and target.attr == "__dict__":
+            if self._viewed(target) is not None:
                 self.dict_keys[id(target)] = constant
+        for operand in [node.left, *node.comparators]:
+            self._read_only(operand)
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         constant = _constant_key(node.slice)
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__" and constant is not None:
+        viewed = self._viewed(node.value) is not None
+        if viewed and constant is not None:
             self.dict_keys[id(node.value)] = constant
         if isinstance(node.ctx, ast.Load):
+            self._read_only(node.value)
             self.generic_visit(node)
             return
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__":
+        if viewed:
             self.dict_writes.add(id(node.value))
             self._object_dict(node.value)
             self.visit(node.slice)
@@ -407,9 +502,15 @@ class _Collector(ast.NodeVisitor):
     # -- calls and their effects
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__":
+        if self._viewed(node) is not None:  # vars(obj), globals(), locals(), vars()
+            self.access.calls.append(node)
+            self._object_dict(node)
+            return
+        if isinstance(func, ast.Attribute) and self._viewed(func.value) is not None:
             if func.attr in DICT_MUTATORS:
                 self.dict_writes.add(id(func.value))
+            elif func.attr in DICT_READERS:
+                self.dict_reads.add(id(func.value))
             constant = _constant_key(node.args[0]) if node.args else None
             if constant is not None and func.attr in ("get", "setdefault", "pop", "__getitem__", "__contains__"):
                 self.dict_keys[id(func.value)] = constant
@@ -417,6 +518,12 @@ class _Collector(ast.NodeVisitor):
                   and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "__dict__"
                   and self._current_module(node.args[0].value)):
                 self.dict_copies[id(func.value)] = frozenset(self.scopes.module_globals)
+        for keyword in node.keywords:
+            if keyword.arg is None:  # ``**locals()``: unpacked into the call, a copy
+                self._read_only(keyword.value)
+        if isinstance(func, ast.Name) and func.id in READING_BUILTINS and self._is_builtin(func.id):
+            for argument in node.args:
+                self._read_only(argument)
         if isinstance(node.func, ast.Attribute) and isinstance(node.func.ctx, ast.Load):
             self.visit_Attribute(node.func, method_lookup=True)
             for child in [*node.args, *node.keywords]:
@@ -465,7 +572,12 @@ class _Collector(ast.NodeVisitor):
             return
         if name == "__import__":
             return  # imports a module and returns it: module bodies only write import-time globals
+        if name in ("exec", "eval") and self._own_namespace(node):
+            return
         if name in UNMODELLED_CALLS and not _names_a_builtin(node, name):
+            if name in ("exec", "eval") and self.unit.kind in ("function", "lambda", "comprehension"):
+                self._code_in_function(node, name)
+                return
             self.access.havoc(node, f"{name}()")
             return
         if name is not None and externals.consumes(name):
@@ -479,6 +591,38 @@ class _Collector(ast.NodeVisitor):
             if self._mutated_argument(node, name):
                 return
         self._unknown(node)
+
+    def _own_namespace(self, node: ast.Call) -> bool:
+        """``exec(code, namespace)`` / ``eval(code, namespace)`` with a globals mapping of the caller's
+        own (``exec(f.read(), custom_namespace)``, Pygments' loading of a lexer from a file): the code
+        runs outside the program with that mapping as its globals, so it is treated as any outside call
+        is: it reads its arguments and may change the mappings it is given (True then). Code run in
+        the module's own globals (``globals()``) or a class body's namespace stays unmodelled."""
+        given = {k.arg: k.value for k in node.keywords}
+        namespaces = [node.args[i] if len(node.args) > i else given.get(key) for i, key in ((1, "globals"), (2, "locals"))]
+        if namespaces[0] is None or any(isinstance(a, ast.Starred) for a in node.args) or None in given:
+            return False
+        for namespace in namespaces:
+            if namespace is None or namespace is namespaces[1] and self._viewed(namespace) == ("locals", None):
+                continue
+            if (isinstance(namespace, ast.Constant) or self._viewed(namespace) is not None
+                    or self._current_module(namespace)):
+                return False
+            self.mutate(namespace)
+        return True
+
+    def _code_in_function(self, node: ast.Call, name: str) -> None:
+        """``eval(text)`` / ``exec(text)`` in a function (docutils' ``eval(sizestring)``): code outside the
+        program that may read anything (``ANY``); it cannot rebind the function's variables (CPython
+        does not write ``locals()`` back), only the module's globals (``global x`` in the text), and it
+        may change the objects any visible variable holds, as an outside call given them all may: weak
+        definitions of the module's globals and of the function's variables, reported as not modelled
+        but not a write of *anything* (which would cost the whole program the import-time-constant
+        shortcut)."""
+        self.access.uses.add(ANY)
+        self.access.unsupported.append((node.lineno, node.col_offset, f"{name}()"))
+        for loc in self._visible_variables() | {("var", "<module>", n) for n in self.scopes.module_globals}:
+            self.access.define(loc, strong=False)
 
     def _bound_method_call(self, func: ast.Name) -> bool:
         """A call through a variable holding an outside method bound to its object (``add = out.append``,
@@ -557,6 +701,7 @@ class _Collector(ast.NodeVisitor):
         self._nested_free_uses(node)
 
     def _comprehension(self, node: ast.AST) -> None:
+        self._read_only(node.generators[0].iter)
         self.visit(node.generators[0].iter)  # evaluated here; the rest runs in the comprehension's unit
         self._nested_free_uses(node)
 
@@ -629,6 +774,7 @@ def accesses(cfg: CFG, scopes: Scopes, internal=lambda call: False, returned_par
         elif kind == "def":
             _def_statement(node, collector, access)
         elif kind == "for-iter":
+            collector._read_only(node)
             collector.visit(node)
             access.define(("state", "iter", _loop_key(cfg, vertex)), strong=True)
         elif kind == "for-next":

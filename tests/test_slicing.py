@@ -1934,6 +1934,81 @@ def test_a_call_through_a_bound_method_of_a_container_reads_and_changes_the_cont
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
 
 
+def test_a_module_loaded_by_name_keeps_what_its_loader_reads_though_a_function_compares_vars(tmp_path):
+    """Pygments loads a formatter with ``mod = __import__(name, None, None, ['__all__'])`` and reads
+    ``mod.__all__``; pyparsing's ``__eq__`` compares ``vars(self) == vars(other)`` and docutils evaluates
+    ``eval(sizestring)`` in a function. Each was taken for a construct that may write anything, which
+    switched the import-time-constant shortcut off for the whole program; then ``__all__ = [...]`` reached the read through no call (``__import__`` runs the
+    body outside the SDG's calls), the slice cut it and the evaluator failed with AttributeError."""
+    root = write_program(tmp_path / "byname", {
+        "plugins/__init__.py": """
+            FORMATTERS = {"upper": "plugins.loud", "plain": "plugins.quiet"}
+            _cache = {}
+
+
+            def load(alias):
+                mod = __import__(FORMATTERS[alias], None, None, ["__all__"])
+                for name in mod.__all__:
+                    cls = getattr(mod, name)
+                    _cache[cls.name] = cls
+                return _cache[alias]
+
+
+            class Options:
+                def __init__(self, width):
+                    self.width = width
+
+                def __eq__(self, other):
+                    return vars(self) == vars(other)
+
+
+            def size_of(text):
+                return eval(text)  # docutils' math2html: ``eval(sizestring)``
+        """,
+        "plugins/loud.py": """
+            __all__ = ["Loud"]
+
+
+            class Loud:
+                name = "upper"
+
+                def format(self, word):
+                    return word.upper() + "!"
+        """,
+        "plugins/quiet.py": """
+            __all__ = ["Quiet"]
+
+
+            class Quiet:
+                name = "plain"
+
+                def format(self, word):
+                    return word
+        """,
+        "main.py": """
+            import sys
+
+            from plugins import Options, load
+
+
+            def main():
+                formatter = load(sys.argv[1])()
+                same = Options(3) == Options(int(sys.argv[2]))
+                shown = 0
+                for word in ["a", "bb", "ccc"] * int(sys.argv[2]):
+                    if formatter.format(word).endswith("!"):
+                        shown += 1
+                print(shown, same)
+
+
+            main()
+        """})
+    session = SliceSession(root, "main.py")
+    assert session.sdg.constant_defs.written_elsewhere is not None  # the shortcut is on
+    rows = check_fidelity(session, root, [["upper", "2"], ["plain", "3"]], ["main.py:main:branch:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
 def test_a_field_set_at_run_time_is_no_import_time_constant_though_a_module_of_its_name_is_imported(tmp_path):
     """sqlparse's package imports its ``tokens`` module (binding the field ``tokens`` of the package at
     import) and ``StatementSplitter._reset`` sets ``self.tokens = []``. A field store is a weak definition
