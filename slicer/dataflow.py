@@ -328,6 +328,11 @@ class _Collector(ast.NodeVisitor):
         """``name`` is the builtin of that name here (no variable of the program binds it)."""
         return self.var(name) == ("var", "<module>", name) and name not in self.scopes.module_globals
 
+    def _builtin_object(self, node: ast.AST) -> bool:
+        """A builtin (``str`` of sqlparse's ``getattr(str, case)``): none of its attributes is a field the
+        program sets."""
+        return isinstance(node, ast.Name) and hasattr(builtins, node.id) and self._is_builtin(node.id)
+
     def _read_only(self, node: ast.AST) -> None:
         """Mark a dictionary node that is only read where it stands (see ``dict_reads``)."""
         if self._viewed(node) is not None:
@@ -547,7 +552,7 @@ class _Collector(ast.NodeVisitor):
             named = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
             self.access.define(("attr", attr.value) if named else ATTR_ANY, strong=False)
             return
-        if name in COMPUTED_GETATTR and len(node.args) >= 2:
+        if name in COMPUTED_GETATTR and len(node.args) >= 2 and not self._builtin_object(node.args[0]):
             attr = node.args[1]
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
                 # getattr(self, "parse_" + name), object.__getattribute__(self, name): some field whose

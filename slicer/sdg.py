@@ -1783,6 +1783,7 @@ def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
     file = proc.key[0]
     module_of = sdg.__dict__.get("_module_of") or sdg.__dict__.setdefault(
         "_module_of", {f.modname: f.path for f in sdg.program.files})
+    bindings = sdg.cached("_import_bindings", lambda sdg: _import_bindings(sdg, module_of))
     for vid, access in proc.access.items():
         read = [_sdg_form(loc, file) for loc in access.uses]
         stmt = proc.cfg.vertices[vid].node
@@ -1790,17 +1791,60 @@ def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
             source_module = _imported_modules(proc.source, ast.ImportFrom(module=stmt.module, names=[], level=stmt.level),
                                               module_of)[-1:]
             for modname in source_module:
-                read += [("var", module_of[modname], "<module>", a.name) for a in stmt.names if a.name != "*"]
                 if any(a.name == "*" for a in stmt.names):  # reads every name it re-binds
                     read += [("var", module_of[modname], "<module>", n)
                              for n in sorted(_module_exports(sdg, module_of[modname], set()) or ())]
         for prefix in [loc[1] for loc in read if loc[0] == ATTR_PREFIX]:  # getattr(obj, "parse_" + name)
             read += [loc for loc in constant if loc[0] == "attr" and loc[1].startswith(prefix)]
         for loc in read:
-            if loc in constant:
-                for writer in constant.writers(loc):
-                    if writer[1] != proc.key:
-                        sdg.add_edge(writer, node(vid), "global", loc)
+            through = [(writer, loc) for writer in (constant.writers(loc) if loc in constant else ())]
+            through += [(writer, origin) for origin in _imported_origins(sdg, bindings, loc, set())
+                        for writer in constant.writers(origin)]
+            for writer, label in through:
+                if writer[1] != proc.key:
+                    sdg.add_edge(writer, node(vid), "global", label)
+
+
+def _import_bindings(sdg: SDG, module_of: dict[str, str]) -> dict[tuple, list[tuple]]:
+    """SDG location a ``from m import NAME [as ALIAS]`` binds (the variable, and for a module body the
+    module attribute too) -> the locations it takes the value from (m's global NAME). A read of the
+    binding depends on the writers of the original name directly (:func:`_imported_origins`), not through
+    the import statement: the statement is also the call that runs m's body, and a slice that keeps it
+    only for that (to explain why a module's body runs) must not keep every class the statement names,
+    with the bodies of their ``__init__`` (sqlparse: 52 -> 133 statements for a keyword table)."""
+    found: dict[tuple, list[tuple]] = defaultdict(list)
+    for key, proc in sdg.procs.items():
+        file = key[0]
+        for vid, vertex in proc.cfg.vertices.items():
+            stmt = vertex.node
+            if vertex.kind != "stmt" or not isinstance(stmt, ast.ImportFrom):
+                continue
+            source = _imported_modules(proc.source, ast.ImportFrom(module=stmt.module, names=[], level=stmt.level),
+                                       module_of)[-1:]
+            for modname in source:
+                for alias in stmt.names:
+                    if alias.name == "*":
+                        continue
+                    bound = alias.asname or alias.name
+                    origin = ("var", module_of[modname], "<module>", alias.name)
+                    for loc in proc.access[vid].defs:
+                        if loc != ANY and loc[-1] == bound and loc[0] in ("var", "attr"):
+                            found[_sdg_form(loc, file)].append(origin)
+    return found
+
+
+def _imported_origins(sdg: SDG, bindings: dict[tuple, list[tuple]], loc: tuple, seen: set) -> list[tuple]:
+    """The import-time constants a ``from ... import`` binding ``loc`` takes its value from, through
+    chains of re-exports (``from pkg.a import X`` in ``pkg/__init__.py``, ``from pkg import X`` elsewhere)."""
+    found: list[tuple] = []
+    for origin in bindings.get(loc, ()):
+        if origin in seen:
+            continue
+        seen.add(origin)
+        if origin in sdg.constant_defs:
+            found.append(origin)
+        found += _imported_origins(sdg, bindings, origin, seen)
+    return found
 
 
 def _sdg_form(local: tuple, file: str) -> tuple:

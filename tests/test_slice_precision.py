@@ -384,3 +384,53 @@ def test_a_module_the_program_never_imports_defines_nothing_it_reads(tmp_path, c
         assert loadable is None if "importlib" in count_also else loadable == {"count.py", "other.py"}
     rows = check_fidelity(session, root, [["5", "json"], ["12", "json"]], ["count.py:count:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_an_import_kept_to_run_a_module_does_not_keep_the_classes_it_names(tmp_path):
+    """sqlparse's ``engine/__init__.py`` runs ``from sqlparse.engine.filter_stack import FilterStack``: kept
+    to explain why a module body it leads to runs (the keyword tables), the statement made the slice keep
+    ``class FilterStack`` and, a class kept, the body of its ``__init__`` (the runtime calls it), with
+    everything that body reads (sqlparse: a keyword table's slice went from 52 statements to 133). A read
+    of the name the import binds depends on the original definition directly; the import alone does not.
+    ``getattr(str, case)`` reads no field of the program (sqlparse's ``_CaseFilter``: as a computed
+    ``getattr`` of any object it read every import-time field, and a 52-statement slice became the whole
+    program's 1,994)."""
+    root = write_program(tmp_path / "imports", {
+        "pkg/__init__.py": """
+            from pkg.stack import Stack
+        """,
+        "pkg/stack.py": """
+            from pkg import table
+
+
+            class Stack:
+                def __init__(self, case=None):
+                    self.convert = getattr(str, case or "upper")
+                    self.size = len(table.WORDS) * 2
+        """,
+        "pkg/table.py": """
+            WORDS = {"select": 1, "from": 2}
+            LIMIT = len(WORDS) + 1
+        """,
+        "main.py": """
+            import sys
+
+            import pkg
+            from pkg.table import LIMIT
+
+
+            def main():
+                stack = pkg.Stack(sys.argv[1])
+                print(stack.convert("a"), stack.size + LIMIT)
+
+
+            main()
+        """})
+    session = SliceSession(root, "main.py")
+    assert session.sdg.constant_defs.written_elsewhere is not None  # the shortcut is on
+    limit = session.slice("pkg/table.py:<module>:value:LIMIT#1")
+    assert "pkg/stack.py" not in limit.kept or kept_lines(limit, "pkg/stack.py") <= {1}, limit.kept
+    size = "main.py:main:value:stack#1"
+    assert line_of(root, "pkg/stack.py", "self.size = len(table.WORDS) * 2") in kept_lines(session.slice(size), "pkg/stack.py")
+    rows = check_fidelity(session, root, [["upper"], ["lower"]], ["pkg/table.py:<module>:value:LIMIT#1", size], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
