@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import heapq
 import re
 from array import array
 from collections import defaultdict
@@ -1372,30 +1373,38 @@ def _nonlocal(loc: tuple, proc: Procedure) -> bool:
 
 def _propagate_effects(sdg: SDG) -> None:
     """MOD/REF through the call graph until nothing changes (callee effects that are the caller's own
-    locals stop at the caller)."""
-    roots: dict[tuple, set] = {}
-    changed = True
-    while changed:
-        changed = False
-        for proc in sdg.procs.values():
-            for call in proc.calls:
-                for callee in call.callees:
-                    other = sdg.procs[callee]
-                    mod = {loc for loc in other.mod if _nonlocal(loc, proc)}
-                    ref = {loc for loc in other.ref if _nonlocal(loc, proc)}
-                    if other.mutates_args:
-                        # the callee mutates what it is passed: ``self.insert_rule(self.rules, ...)``
-                        # writes the field ``rules`` (fields only: a module global passed on is mutated
-                        # in place, which the caller's own weak definition at the call already says)
-                        found = roots.get(call.id)
-                        if found is None:
-                            found = roots[call.id] = {
-                                loc for loc in _mutated_roots(sdg, proc, call) if loc[0] == "attr"}
-                        mod |= found
-                    if not mod <= proc.mod or not ref <= proc.ref:
-                        proc.mod |= mod
-                        proc.ref |= ref
-                        changed = True
+    locals stop at the caller).
+
+    A worklist of procedures whose MOD/REF grew, each carrying only what it gained since it was last
+    passed on (re-filtering every callee's whole MOD/REF for every call until a round changed nothing
+    took Whoosh 33 s: 460 million location tests)."""
+    callers: dict[ProcKey, list[tuple[Procedure, CallRecord]]] = defaultdict(list)
+    for proc in sdg.procs.values():
+        for call in proc.calls:
+            for callee in call.callees:
+                callers[callee].append((proc, call))
+            if any(sdg.procs[callee].mutates_args for callee in call.callees):
+                # the callee mutates what it is passed: ``self.insert_rule(self.rules, ...)`` writes the
+                # field ``rules`` (fields only: a module global passed on is mutated in place, which the
+                # caller's own weak definition at the call already says)
+                proc.mod |= {loc for loc in _mutated_roots(sdg, proc, call) if loc[0] == "attr"}
+    gained: dict[ProcKey, tuple[set, set]] = {key: (set(proc.mod), set(proc.ref)) for key, proc in sdg.procs.items()}
+    work = list(gained)
+    while work:
+        key = work.pop()
+        mod, ref = gained.pop(key)
+        for proc, call in callers.get(key, ()):
+            new_mod = {loc for loc in mod if loc not in proc.mod and _nonlocal(loc, proc)}
+            new_ref = {loc for loc in ref if loc not in proc.ref and _nonlocal(loc, proc)}
+            if new_mod or new_ref:
+                proc.mod |= new_mod
+                proc.ref |= new_ref
+                if proc.key in gained:
+                    gained[proc.key][0].update(new_mod)
+                    gained[proc.key][1].update(new_ref)
+                else:
+                    gained[proc.key] = (new_mod, new_ref)
+                    work.append(proc.key)
 
 
 HEAP = ("attr", "<heap>")
@@ -2013,16 +2022,38 @@ def _summary_edges(sdg: SDG) -> None:
     reaches its formal-out along a same-level realizable path.
 
     The path edges (node, formal-out it reaches) are kept per node as a bitset over its procedure's
-    formal-outs (intraprocedural edges never leave a procedure), and the worklist carries only the
-    bits that are new at a node: on a 25 kLOC package a set of node pairs needed over 7 GiB. The
-    worklist runs on integer node numbers and predecessor lists compiled once from the graph (the
-    networkx adjacency and edge checks took most of the time); the summary edges found are kept beside
-    the graph (:meth:`SDG.labelled_edges`), not in it."""
+    formal-outs (intraprocedural edges never leave a procedure), and a node waits in the worklist once
+    with all the bits it gained since it was last passed on: on a 25 kLOC package a set of node pairs
+    needed over 7 GiB. The worklist is ordered so that callees finish before their callers (the call
+    graph's strongly connected components, bottom up) and, within a procedure, a node comes after the
+    nodes it flows into (a depth-first finishing order): taken in stack order, Whoosh's nodes were passed
+    on 3.3 times as often (178 million predecessor visits, 78 s; now 45 million). The worklist runs on
+    integer node numbers and predecessor lists compiled once from the graph (the networkx adjacency and
+    edge checks took most of the time); the summary edges found are kept beside the graph
+    (:meth:`SDG.labelled_edges`), not in it."""
     graph = sdg.graph
-    number: dict[Node, int] = {}
-    nodes: list[Node] = []
-    preds: list[list[int]] = []
-    reaches: list[int] = []
+    nodes: list[Node] = list(graph.nodes)
+    number: dict[Node, int] = {node: i for i, node in enumerate(nodes)}
+    preds: list[list[int]] = [[] for _ in nodes]
+    for x, incoming in graph.pred.items():
+        # def edges leave the procedure; control, data and summary edges stay inside it
+        preds[number[x]] = [number[p] for p, keys in incoming.items()
+                            if any(kind in INTRA and label != "def" for kind, label in keys)]
+    proc_rank = _callee_first_ranks(sdg)
+    finished = _finishing_order(preds)
+    stride = len(nodes) + 1
+    priority = [proc_rank.get(_procedure_of(node), 0) * stride + finished[i] for i, node in enumerate(nodes)]
+    reaches = [0] * len(nodes)
+    pending = [0] * len(nodes)  # bits gained and not yet passed on (nonzero: the node is in the heap)
+    fouts: dict[ProcKey, list[tuple]] = defaultdict(list)  # procedure -> the locations of its formal-outs, by bit
+    heap: list[tuple[int, int]] = []
+    for i, node in enumerate(nodes):
+        if node[0] == "fout":
+            fouts[node[1]].append(node[2])
+            reaches[i] = pending[i] = 1 << (len(fouts[node[1]]) - 1)
+            heap.append((priority[i], i))
+    heapq.heapify(heap)
+    formal_ins = {i: (node[1], node[2]) for i, node in enumerate(nodes) if node[0] == "fin" and node[1] in fouts}
 
     def node_id(node: Node) -> int:
         found = number.get(node)
@@ -2031,56 +2062,105 @@ def _summary_edges(sdg: SDG) -> None:
             nodes.append(node)
             preds.append([])
             reaches.append(0)
+            pending.append(0)
+            priority.append(proc_rank.get(_procedure_of(node), 0) * stride)
         return found
 
-    for node in graph.nodes:
-        node_id(node)
-    for x, incoming in graph.pred.items():
-        # def edges leave the procedure; control, data and summary edges stay inside it
-        preds[number[x]] = [number[p] for p, keys in incoming.items()
-                            if any(kind in INTRA and label != "def" for kind, label in keys)]
-    fouts: dict[ProcKey, list[tuple]] = defaultdict(list)  # procedure -> the locations of its formal-outs, by bit
-    callers: dict[ProcKey, list[tuple]] = {}
-    work: list[tuple[int, int]] = []
-    for node in list(nodes):
-        if node[0] == "fout":
-            fouts[node[1]].append(node[2])
-            i = number[node]
-            reaches[i] = 1 << (len(fouts[node[1]]) - 1)
-            work.append((i, reaches[i]))
-    summaries: set[tuple[int, int]] = set()
-    while work:
-        x, bits = work.pop()
-        node = nodes[x]
-        if node[0] == "fin":
-            proc, loc_in = node[1], node[2]
-            outs = fouts[proc]
-            calls = callers.get(proc)
-            if calls is None:
-                calls = callers[proc] = [call.id for call in sdg.calls_to.get(proc, [])]
-            while bits:
-                low = bits & -bits
-                bits ^= low
-                loc_out = outs[low.bit_length() - 1]
-                for call_id in calls:
-                    ain = node_id(("ain", call_id, loc_in))
-                    aout = node_id(("aout", call_id, loc_out))
-                    if (ain, aout) not in summaries:
-                        summaries.add((ain, aout))
-                        preds[aout].append(ain)
-                        later = reaches[aout]
-                        new = later & ~reaches[ain]
-                        if new:
-                            reaches[ain] |= new
-                            work.append((ain, new))
+    def gain(i: int, bits: int) -> None:
+        if not pending[i]:
+            heapq.heappush(heap, (priority[i], i))
+        pending[i] |= bits
+
+    # procedure -> (call id, its actual-out numbers by the callee's formal-out bit, filled on first use)
+    callers: dict[ProcKey, list[tuple[tuple, list]]] = {}
+    summaries: set[int] = set()  # ain << 32 | aout
+    while heap:
+        x = heapq.heappop(heap)[1]
+        bits = pending[x]
+        pending[x] = 0
+        formal = formal_ins.get(x)
+        if formal is None:
+            for p in preds[x]:
+                new = bits & ~reaches[p]
+                if new:
+                    reaches[p] |= new
+                    gain(p, new)
             continue
-        for p in preds[x]:
-            new = bits & ~reaches[p]
-            if new:
-                reaches[p] |= new
-                work.append((p, new))
+        proc, loc_in = formal
+        outs = fouts[proc]
+        calls = callers.get(proc)
+        if calls is None:
+            calls = callers[proc] = [(call.id, [None] * len(outs)) for call in sdg.calls_to.get(proc, [])]
+        for call_id, aouts in calls:
+            ain = node_id(("ain", call_id, loc_in))
+            rest = bits
+            while rest:
+                low = rest & -rest
+                rest ^= low
+                bit = low.bit_length() - 1
+                aout = aouts[bit]
+                if aout is None:
+                    aout = aouts[bit] = node_id(("aout", call_id, outs[bit]))
+                pair = ain << 32 | aout
+                if pair not in summaries:
+                    summaries.add(pair)
+                    preds[aout].append(ain)
+                    new = reaches[aout] & ~reaches[ain]
+                    if new:
+                        reaches[ain] |= new
+                        gain(ain, new)
     graph.add_nodes_from(nodes[len(graph):])  # actuals no dependence had made (a callee's formal no caller passes)
     sdg.summary_nodes = nodes
-    for a, b in sorted(summaries):
-        sdg.summary_sources.append(a)
-        sdg.summary_targets.append(b)
+    mask = (1 << 32) - 1
+    for pair in sorted(summaries):
+        sdg.summary_sources.append(pair >> 32)
+        sdg.summary_targets.append(pair & mask)
+
+
+def _procedure_of(node: Node) -> ProcKey:
+    """The procedure an SDG node belongs to (an actual's: its call's caller)."""
+    return node[1][0] if node[0] in ("ain", "aout") else node[1]
+
+
+def _callee_first_ranks(sdg: SDG) -> dict[ProcKey, int]:
+    """A rank per procedure, lower for callees: the call graph's strongly connected components in
+    reverse topological order (a component's members share a rank)."""
+    calls = nx.DiGraph()
+    calls.add_nodes_from(sdg.procs)
+    calls.add_edges_from((call.caller, callee) for records in sdg.calls_to.values() for call in records
+                         for callee in call.callees)
+    components = nx.condensation(calls)
+    ranks: dict[ProcKey, int] = {}
+    for rank, component in enumerate(reversed(list(nx.topological_sort(components)))):
+        for member in components.nodes[component]["members"]:
+            ranks[member] = rank
+    return ranks
+
+
+def _finishing_order(preds: list[list[int]]) -> list[int]:
+    """Depth-first finishing numbers along the edges ``p -> x`` for ``p`` in ``preds[x]``: on a path
+    without cycles a node finishes after every node it flows into."""
+    succs: list[list[int]] = [[] for _ in preds]
+    for x, incoming in enumerate(preds):
+        for p in incoming:
+            succs[p].append(x)
+    finished = [0] * len(preds)
+    seen = bytearray(len(preds))
+    count = 0
+    for root in range(len(preds)):
+        if seen[root]:
+            continue
+        seen[root] = 1
+        stack = [(root, iter(succs[root]))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if not seen[child]:
+                    seen[child] = 1
+                    stack.append((child, iter(succs[child])))
+                    break
+            else:
+                stack.pop()
+                finished[node] = count
+                count += 1
+    return finished
