@@ -56,6 +56,7 @@ from .dataflow import (
     reaching_definitions,
 )
 from .ir import CFG, CodeUnit
+from .labelled_graph import LabelledDigraph
 from .memo import MemoCache, memo_caches
 from .observations import short_name
 from .pdg import control_dependences
@@ -146,7 +147,7 @@ class SDG:
         self.observed = observed
         self.observed_sites: dict[tuple[str, int, int], dict] = {}
         self.procs: dict[ProcKey, Procedure] = {}
-        self.graph = nx.MultiDiGraph()
+        self.graph = LabelledDigraph()
         self.calls_to: dict[ProcKey, list[CallRecord]] = defaultdict(list)
         self.scopes: dict[str, Scopes] = {}
         self.units_by_position: dict[tuple[str, int, int], ProcKey] = {}
@@ -154,8 +155,8 @@ class SDG:
         self.constant_defs: _ConstantDefs = _ConstantDefs({}, None, {})  # see _import_time_constants
         self.precision = Precision()
         self.memo: dict[tuple, MemoCache] = {}  # location of a transparent memo cache -> the cache
-        # Summary edges, kept out of the networkx graph (a large package has millions; an edge there costs
-        # several hundred bytes): pairs of numbers into summary_nodes. Read them with labelled_edges().
+        # Summary edges, kept out of the graph (a large package has millions; an edge there costs over a
+        # hundred bytes): pairs of numbers into summary_nodes. Read them with labelled_edges().
         self.summary_nodes: list[Node] = []
         self.summary_sources = array("q")
         self.summary_targets = array("q")
@@ -184,12 +185,11 @@ class SDG:
         return (kind, call.id, loc)
 
     def add_edge(self, a: Node, b: Node, kind: str, label=None) -> None:
-        self.graph.add_edge(a, b, key=(kind, label), kind=kind, label=label)
+        self.graph.add_edge(a, b, (kind, label))
 
     def labelled_edges(self) -> Iterator[tuple[Node, Node, str, Any]]:
         """(source, target, kind, label) of every edge: the graph's, then the summary edges."""
-        for a, b, data in self.graph.edges(data=True):
-            yield a, b, data["kind"], data.get("label")
+        yield from self.graph.labelled()
         nodes = self.summary_nodes
         for a, b in zip(self.summary_sources, self.summary_targets):
             yield nodes[a], nodes[b], "summary", None
@@ -2028,7 +2028,7 @@ def _summary_edges(sdg: SDG) -> None:
     graph's strongly connected components, bottom up) and, within a procedure, a node comes after the
     nodes it flows into (a depth-first finishing order): taken in stack order, Whoosh's nodes were passed
     on 3.3 times as often (178 million predecessor visits, 78 s; now 45 million). The worklist runs on
-    integer node numbers and predecessor lists compiled once from the graph (the networkx adjacency and
+    integer node numbers and predecessor lists compiled once from the graph (the graph's adjacency and
     edge checks took most of the time); the summary edges found are kept beside the graph
     (:meth:`SDG.labelled_edges`), not in it."""
     graph = sdg.graph

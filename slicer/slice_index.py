@@ -66,7 +66,7 @@ class SliceIndex:
             targets.append(b)
 
         ids = self.ids
-        for a, b, kind, label in _labelled(sdg):
+        for a, b, kind, label in sdg.graph.labelled():  # the summary edges, numbered already, follow below
             ia, ib = ids[a], ids[b]
             if kind in PASS1:
                 edge(ib, ia)
@@ -106,8 +106,9 @@ class SliceIndex:
                 if other in raise_hub:
                     edge(hub, raise_hub[other])
         self.size = first_raise_hub + len(raise_hub) + 1  # the last vertex is the criteria hub of a search
-        src = np.frombuffer(sources, dtype=np.int64)
-        dst = np.frombuffer(targets, dtype=np.int64)
+        summary_in, summary_out = self._summary_edges(sdg)  # both passes follow them
+        src = np.concatenate([np.frombuffer(sources, dtype=np.int64), summary_out, n + summary_out])
+        dst = np.concatenate([np.frombuffer(targets, dtype=np.int64), summary_in, n + summary_in])
         # canonical CSR (sorted, no duplicate edges): scipy's strong components go wrong on duplicates
         base = csr_matrix((np.ones(len(src)), (src, dst)), shape=(self.size, self.size))
         base.sum_duplicates()
@@ -122,6 +123,18 @@ class SliceIndex:
         if len(self.nodes) != n:
             raise AssertionError("a slicing rule names a vertex outside the SDG's procedures")
         self._describe()
+
+    def _summary_edges(self, sdg: SDG) -> tuple[np.ndarray, np.ndarray]:
+        """The SDG's summary edges (actual-in, actual-out) as arrays of this index's node ids; a large
+        package has ten million, so they are translated as arrays, not one by one."""
+        numbered = sdg.summary_nodes
+        if self.nodes[:len(numbered)] == numbered:
+            same = np.arange(len(numbered), dtype=np.int64)
+        else:
+            same = np.fromiter((self.ids[node] for node in numbered), dtype=np.int64, count=len(numbered))
+        sources = np.frombuffer(sdg.summary_sources, dtype=np.int64) if len(sdg.summary_sources) else np.zeros(0, np.int64)
+        targets = np.frombuffer(sdg.summary_targets, dtype=np.int64) if len(sdg.summary_targets) else np.zeros(0, np.int64)
+        return same[sources], same[targets]
 
     @classmethod
     def of(cls, sdg: SDG) -> SliceIndex:
@@ -178,11 +191,13 @@ class SliceIndex:
         slice_copy = self._components[self.n: 2 * self.n]
         for first in range(0, len(keys), 64 * WORDS):
             batch = keys[first: first + 64 * WORDS]
-            bits = self._condensed.reach(batch, WORDS)
-            for j, key in enumerate(batch):
-                mask = CondensedReach.column(bits, j)[slice_copy]
-                mask.flags.writeable = False
-                yield by_key[key], key, mask
+            bits = self._condensed.reach(batch, WORDS)[slice_copy]
+            for word in range(0, len(batch), 64):
+                masks = CondensedReach.columns(bits, word // 64)
+                for j, key in enumerate(batch[word: word + 64]):
+                    mask = masks[j].copy()  # not a view that would keep the whole word's masks alive
+                    mask.flags.writeable = False
+                    yield by_key[key], key, mask
 
     def statement_vertices(self, file: str, spans: Iterable[tuple]) -> set[Node]:
         """The vertices of ``file`` (any procedure) that lie within any of ``spans`` (ast-style, byte
@@ -405,11 +420,6 @@ def clause_headers(cfg) -> list[tuple[tuple, list[int]]]:
                       and any(u.node is item for item in v.node.items)]
             containers.append((v.span, [v.id, *enters]))
     return containers
-
-
-def _labelled(sdg: SDG) -> Iterator[tuple[Node, Node, str, Any]]:
-    """(source, target, kind, label) of every SDG edge, summary edges included."""
-    return sdg.labelled_edges()
 
 
 def in_class_body(sdg: SDG, node: Node) -> bool:

@@ -144,6 +144,7 @@ def test_batched_reachability_is_a_search_per_start_set(seed):
         for vertex in s:
             expected[breadth_first_order(graph, int(vertex), directed=True, return_predecessors=False)] = True
         assert np.array_equal(CondensedReach.column(bits, j)[labels], expected), j
+        assert np.array_equal(CondensedReach.columns(bits[labels], j // 64)[j % 64], expected), j
 
 
 def test_every_feature_sliced_at_once_matches_one_slice_per_feature(monkeypatch):
