@@ -62,7 +62,6 @@ class CondensedReach:
         """The components start set ``j`` reaches, as a boolean array over components."""
         return ((bits[:, j >> 6] >> np.uint64(j & 63)) & np.uint64(1)).astype(bool)
 
-
     @staticmethod
     def columns(bits: np.ndarray, word: int) -> np.ndarray:
         """The 64 start sets of word ``word`` at once: a (64, rows) boolean array, row ``j`` what start set

@@ -4,8 +4,8 @@ networkx's MultiDiGraph keeps a dictionary of keys and a data dictionary per edg
 package (Whoosh: 4.8 million edges) that is most of the SDG's memory and half of the time it takes to
 add them. Here the keys of the edges from ``a`` to ``b`` are one tuple, shared by the successor and
 predecessor maps. The read side is the part of networkx's interface the slicer uses (``nodes``,
-``pred``, ``edges``, ``in_edges``/``out_edges`` with ``data=True``, ``in``, ``len``), so a caller
-written for networkx reads it unchanged."""
+``pred``, ``in_edges``/``out_edges`` with ``data=True``, ``in``, ``len``, ``number_of_nodes``/``_edges``),
+plus :meth:`LabelledDigraph.labelled`, every edge as ``(a, b, kind, label)``."""
 
 from __future__ import annotations
 
@@ -66,9 +66,6 @@ class LabelledDigraph:
     def __len__(self) -> int:
         return len(self.succ)
 
-    def __iter__(self) -> Iterator[Hashable]:
-        return iter(self.succ)
-
     def number_of_nodes(self) -> int:
         """How many nodes."""
         return len(self.succ)
@@ -76,18 +73,6 @@ class LabelledDigraph:
     def number_of_edges(self) -> int:
         """How many edges (one per key of each pair)."""
         return self._edges
-
-    def has_edge(self, a: Hashable, b: Hashable, key: EdgeKey | None = None) -> bool:
-        """Whether an edge ``a -> b`` (with ``key``, if given) exists."""
-        keys = self.succ.get(a, {}).get(b)
-        return keys is not None and (key is None or key in keys)
-
-    def edges(self, data: bool = False) -> Iterator[tuple]:
-        """``(a, b)`` per edge, or ``(a, b, {"kind": ..., "label": ...})`` with ``data``."""
-        for a, out in self.succ.items():
-            for b, keys in out.items():
-                for kind, label in keys:
-                    yield (a, b, {"kind": kind, "label": label}) if data else (a, b)
 
     def labelled(self) -> Iterator[tuple[Hashable, Hashable, str, Any]]:
         """``(a, b, kind, label)`` per edge."""
@@ -97,21 +82,13 @@ class LabelledDigraph:
                     yield a, b, kind, label
 
     def out_edges(self, node: Hashable, data: bool = False) -> Iterator[tuple]:
-        """The edges leaving ``node``, as :meth:`edges` gives them."""
+        """The edges leaving ``node``: ``(node, b)``, or ``(node, b, {"kind": ..., "label": ...})`` with ``data``."""
         for b, keys in self.succ.get(node, {}).items():
             for kind, label in keys:
                 yield (node, b, {"kind": kind, "label": label}) if data else (node, b)
 
     def in_edges(self, node: Hashable, data: bool = False) -> Iterator[tuple]:
-        """The edges entering ``node``, as :meth:`edges` gives them."""
+        """The edges entering ``node``: ``(a, node)``, or ``(a, node, {"kind": ..., "label": ...})`` with ``data``."""
         for a, keys in self.pred.get(node, {}).items():
             for kind, label in keys:
                 yield (a, node, {"kind": kind, "label": label}) if data else (a, node)
-
-    def successors(self, node: Hashable) -> Iterator[Hashable]:
-        """The nodes an edge from ``node`` enters."""
-        return iter(self.succ[node])
-
-    def predecessors(self, node: Hashable) -> Iterator[Hashable]:
-        """The nodes with an edge into ``node``."""
-        return iter(self.pred[node])
