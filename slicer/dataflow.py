@@ -129,6 +129,10 @@ class Access:
     defs: dict[Location, bool] = field(default_factory=dict)  # location -> strong (kills) or weak
     uses: set[Location] = field(default_factory=set)
     calls: list[ast.Call] = field(default_factory=list)  # call sites evaluated by the vertex
+    # ``x.m(...)``: method name -> the calls whose callee expression looks it up (a use of ``("attr", m)``
+    # that only finds the method to call; see sdg's ``_looked_up_writers``)
+    lookups: dict[str, list[ast.Call]] = field(default_factory=dict)
+    field_reads: set[str] = field(default_factory=set)  # attribute fields read in any other way
     outside_effects: list[str] = field(default_factory=list)  # print/open/... it calls
     unsupported: list[tuple[int, int, str]] = field(default_factory=list)  # (line, col, what)
 
@@ -294,14 +298,18 @@ class _Collector(ast.NodeVisitor):
         else:
             self.access.define(self.var(node.id), strong=True)
 
-    def visit_Attribute(self, node: ast.Attribute, method_lookup: bool = False) -> None:
+    def visit_Attribute(self, node: ast.Attribute, lookup_for: ast.Call | None = None) -> None:
+        """``lookup_for``: the call whose callee ``node`` is (a method lookup)."""
         if node.attr == "__dict__":
             self._object_dict(node)
             return
         self.visit(node.value)
         if isinstance(node.ctx, ast.Load):
             self.access.uses.add(("attr", node.attr))
-            if not method_lookup:
+            if lookup_for is not None:
+                self.access.lookups.setdefault(node.attr, []).append(lookup_for)
+            else:
+                self.access.field_reads.add(node.attr)
                 self.access.uses.add(ATTR_ANY)
         else:
             self.access.define(("attr", node.attr), strong=False)
@@ -401,6 +409,7 @@ class _Collector(ast.NodeVisitor):
         key = self.dict_keys.get(id(node))
         if key is not None:
             self.access.uses.add(("attr", key))
+            self.access.field_reads.add(key)
             if id(node) in self.dict_writes:
                 self.access.define(("attr", key), strong=False)
                 root = self.root(holder)
@@ -530,7 +539,7 @@ class _Collector(ast.NodeVisitor):
             for argument in node.args:
                 self._read_only(argument)
         if isinstance(node.func, ast.Attribute) and isinstance(node.func.ctx, ast.Load):
-            self.visit_Attribute(node.func, method_lookup=True)
+            self.visit_Attribute(node.func, lookup_for=node)
             for child in [*node.args, *node.keywords]:
                 self.visit(child)
         else:
@@ -640,6 +649,8 @@ class _Collector(ast.NodeVisitor):
         known = True
         for receiver, method in bound:
             self.access.uses.add(receiver)
+            if receiver[0] == "attr":
+                self.access.field_reads.add(receiver[1])
             if not externals.is_pure_method(method):
                 self.access.define(receiver, strong=False)
             known = known and (externals.is_pure_method(method) or externals.is_mutator(method))
@@ -699,6 +710,7 @@ class _Collector(ast.NodeVisitor):
             return
         inner = _free_reads(unit, self.scopes)
         self.access.uses.update(inner)
+        self.access.field_reads.update(loc[1] for loc in inner if loc[0] == "attr")
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:

@@ -1624,7 +1624,8 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
     # Effects of the calls a vertex makes become weak definitions / uses at that vertex.
     effects_def: dict[int, dict[tuple, list[CallRecord]]] = defaultdict(lambda: defaultdict(list))
     effects_use: dict[int, dict[tuple, list[CallRecord]]] = defaultdict(lambda: defaultdict(list))
-    access = {vid: Access(dict(a.defs), set(a.uses)) for vid, a in proc.access.items()}
+    access = {vid: Access(dict(a.defs), set(a.uses), lookups=a.lookups, field_reads=set(a.field_reads))
+              for vid, a in proc.access.items()}
     unqualify = {}
     # Resuming a generator that changes what it yielded earlier (PyYAML's two-step constructors, driven to
     # the end by ``for dummy in generator: pass`` far from where the object was taken) changes objects that
@@ -1647,6 +1648,8 @@ def _procedure_dependences(sdg: SDG, proc: Procedure) -> None:
         for loc in _call_ref(sdg, call):
             local = local_form(loc, file)
             access[call.vertex].uses.add(local)
+            if local[0] == "attr":
+                access[call.vertex].field_reads.add(local[1])
             effects_use[call.vertex][local].append(call)
     # Formal-ins: the entry defines (weakly) every non-local location the procedure reads; formal-in
     # vertices hang off the entry (they exist only when the procedure runs).
@@ -1806,12 +1809,60 @@ def _constant_uses(sdg: SDG, proc: Procedure, node) -> None:
         for prefix in [loc[1] for loc in read if loc[0] == ATTR_PREFIX]:  # getattr(obj, "parse_" + name)
             read += [loc for loc in constant if loc[0] == "attr" and loc[1].startswith(prefix)]
         for loc in read:
-            through = [(writer, loc) for writer in (constant.writers(loc) if loc in constant else ())]
+            writers = constant.writers(loc) if loc in constant else []
+            if writers and loc[0] == "attr" and loc[1] in access.lookups and loc[1] not in access.field_reads:
+                writers = _looked_up_writers(sdg, proc, vid, access.lookups[loc[1]], writers)
+            through = [(writer, loc) for writer in writers]
             through += [(writer, origin) for origin in _imported_origins(sdg, bindings, loc, set())
                         for writer in constant.writers(origin)]
             for writer, label in through:
                 if writer[1] != proc.key:
                     sdg.add_edge(writer, node(vid), "global", label)
+
+
+def _looked_up_writers(sdg: SDG, proc: Procedure, vid: int, calls: list[ast.Call], writers: list[Node]) -> list[Node]:
+    """The writers of an import-time method name that ``calls`` (``x.m(...)``, the vertex's only reads of
+    field ``m``) may find when they look ``m`` up: a class body's ``def m`` whose function the call graph
+    says none of them runs is left out (``super().__init__()`` found every class's ``def __init__``:
+    sqlparse's slices kept some fifty class bodies for it). Every other writer stays (an assignment
+    ``m = ...``, a decorated def whose wrapper is what the call runs, a construct that may write any
+    field), and so do all of them when a call's callees were guessed by name."""
+    callees: set[int] = set()
+    explained = True
+    records = {_span(r.node): r for r in proc.calls if r.vertex == vid and r.node is not None}
+    for call in calls:
+        record = records.get(_span(call))
+        if record is None:
+            site = sdg.callgraph.site_for(proc.key[0], call)
+            if site is None or not site.resolved or callee_keys(sdg, site.callees):
+                return writers
+            continue  # resolved, and no callee in the program: no program def is what it finds
+        if record.resolved == "name-fallback":
+            return writers
+        for key in record.callees:
+            callee = sdg.procs.get(key)
+            if callee is None or not isinstance(callee.unit.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                explained = False
+            else:
+                callees.add(id(callee.unit.node))
+    defined = {id(sdg.procs[w[1]].cfg.vertices[w[2]].node) for w in writers if _method_def(sdg, w)}
+    explained = explained and callees <= defined
+    return [w for w in writers if not _method_def(sdg, w)
+            or id(sdg.procs[w[1]].cfg.vertices[w[2]].node) in callees
+            or (not explained and sdg.procs[w[1]].cfg.vertices[w[2]].node.decorator_list)]
+
+
+def _span(node: ast.AST) -> tuple:
+    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+
+
+def _method_def(sdg: SDG, writer: Node) -> bool:
+    """``writer`` is a ``def`` statement of a class body."""
+    proc = sdg.procs.get(writer[1]) if writer[0] == "v" else None
+    if proc is None or proc.unit.kind != "class":
+        return False
+    vertex = proc.cfg.vertices.get(writer[2])
+    return vertex is not None and vertex.kind == "def" and isinstance(vertex.node, (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _import_bindings(sdg: SDG, module_of: dict[str, str]) -> dict[tuple, list[tuple]]:

@@ -434,3 +434,70 @@ def test_an_import_kept_to_run_a_module_does_not_keep_the_classes_it_names(tmp_p
     assert line_of(root, "pkg/stack.py", "self.size = len(table.WORDS) * 2") in kept_lines(session.slice(size), "pkg/stack.py")
     rows = check_fidelity(session, root, [["upper"], ["lower"]], ["pkg/table.py:<module>:value:LIMIT#1", size], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_method_call_looks_up_only_the_defs_of_the_methods_it_runs(tmp_path):
+    """``super().__init__(n)`` looks up ``__init__``: it once depended on every class body's ``def
+    __init__`` (an import-time field every class writes), so a slice through it kept every class of the
+    program with what their bodies read (sqlparse's middle slices: some hundred statements more). The
+    call graph says which defs the call can find; the others are not read. A call of an outside method
+    (``items.append``) finds no program def; one resolved by name only still reads them all, and an
+    assignment in a class body (``size = compute``) stays a writer."""
+    root = write_program(tmp_path / "lookup", {
+        "shapes.py": """
+            import sys
+
+
+            class Base:
+                def __init__(self, n):
+                    self.n = n
+
+                def append(self, item):
+                    self.n += item
+
+
+            class Square(Base):
+                def __init__(self, n):
+                    super().__init__(n * n)
+
+
+            class Unused(Base):
+                def __init__(self, n):
+                    super().__init__(len(sys.argv) * n)
+
+
+            class Other:
+                SCALE = int(sys.argv[2])
+
+                def __init__(self):
+                    self.n = self.SCALE
+
+                def append(self, item):
+                    self.n = item
+
+
+            def count(shape, items):
+                items.append(shape.n)
+                for _ in range(shape.n):
+                    items.append(1)
+                return len(items)
+
+
+            def main():
+                shape = Square(int(sys.argv[1]))
+                total = count(shape, [])
+                print(total, Other().n)
+
+
+            main()
+        """})
+    session = SliceSession(root, "shapes.py")
+    assert session.sdg.constant_defs.written_elsewhere is not None  # the shortcut is on
+    result = session.slice("shapes.py:count:loop:1")
+    kept = kept_lines(result, "shapes.py")
+    assert line_of(root, "shapes.py", "super().__init__(n * n)") in kept
+    assert line_of(root, "shapes.py", "self.n = n") in kept
+    for absent in ("class Unused(Base):", "class Other:", "SCALE = int(sys.argv[2])", "def append(self, item):"):
+        assert line_of(root, "shapes.py", absent) not in kept, (absent, sorted(kept))
+    rows = check_fidelity(session, root, [["3", "1"], ["5", "2"]], ["shapes.py:count:loop:1"], cwd=root)
+    assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
