@@ -56,6 +56,7 @@ from mantispy.modeling.averaging import ENSEMBLE_SIZE
 from mantispy.modeling.defaults import VIEW_CONFIDENCE
 from mantispy.modeling.fitting import (
     FitRequest,
+    few_training_inputs,
     fit_campaign,
     measured_metric,
     resolve_metric,
@@ -534,6 +535,9 @@ class Builder:
         problem = split_problem(len({record.id for record in self.spec.inputs}), options.train_fraction)
         if problem is not None:  # said before anything runs, not after profiling and slicing
             raise SpecError(f"{options.spec}: {problem}")
+        few = few_training_inputs(len({record.id for record in self.spec.inputs}), options.train_fraction)
+        if few is not None:
+            log(f"note: {few}")
         self.work.mkdir(parents=True, exist_ok=True)
         self.metrics = tuple(resolve_metric(m) for m in options.metrics)
         self.rounds: list[dict[str, Any]] = []

@@ -238,8 +238,11 @@ def predict(predictor: Path, kwargs_json: str | None, cwd: Path | None, timeout:
         line = f"{metric:12} {found['estimate']:.6g} {unit}".rstrip()
         if found.get("low") is not None:
             level = found.get("level") or [0.1, 0.9]
-            line += (f"   (p{level[0] * 100:.0f}-p{level[1] * 100:.0f}: {found['low']:.6g} .. {found['high']:.6g}"
-                     f"{' ' + unit if unit else ''})")
+            nominal = found.get("nominal")
+            name = (f"p{level[0] * 100:.0f}-p{level[1] * 100:.0f}"
+                    if not isinstance(nominal, (int, float)) or nominal >= level[1] - level[0] - 0.005
+                    else f"{nominal:.0%} interval (too few training inputs for p{level[0] * 100:.0f}-p{level[1] * 100:.0f})")
+            line += f"   ({name}: {found['low']:.6g} .. {found['high']:.6g}{' ' + unit if unit else ''})"
         click.echo(line)
 
 

@@ -171,6 +171,8 @@ def validate(builder, session, models: dict[str, dict[str, Any]], frame, test_id
         validation["interval_coverage"] = selection.coverage(
             [(p["actual"], p["low"], p["high"]) for p in pts if p["low"] is not None])
         validation["interval_level"] = (model.get("interval") or {}).get("level")
+        validation["interval_nominal"] = (model.get("interval") or {}).get("nominal")
+        validation["interval_train_n"] = (model.get("interval") or {}).get("n")
         validation["interval_n"] = sum(1 for p in pts if p["low"] is not None)
         if bb.get("available"):
             bb_pairs = [(p["blackbox"], p["actual"]) for p in pts if p["blackbox"] is not None]

@@ -22,6 +22,9 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     validation = data.validation
     error = validation.get("median_rel_error")
     said: list[str] = []
+    fallback = (model.get("training") or {}).get("work_fallback")
+    if isinstance(fallback, dict) and isinstance(fallback.get("reason"), str):
+        said.append(f"{metric}: {fallback['reason']} (on this machine: mantispy calibrate does not apply)")
     if model.get("method") == "constant":
         said.append(f"{metric}: the model is a constant ({model.get('intercept', 0):.4g}): nothing it may use beat a "
                     "constant on cross-validation, so it says nothing about a particular input")
@@ -55,7 +58,8 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     coverage = validation.get("interval_coverage")
     level = validation.get("interval_level")
     if coverage is not None and level:
-        said.append(coverage_verdict(metric, coverage, level, validation.get("interval_n") or validation.get("n")))
+        said.append(coverage_verdict(metric, coverage, level, validation.get("interval_n") or validation.get("n"),
+                                     validation.get("interval_nominal"), validation.get("interval_train_n")))
     return said
 
 
@@ -94,19 +98,28 @@ def _share(value) -> str:
     return f"{value:.1%}" if isinstance(value, (int, float)) else "none"
 
 
-def coverage_verdict(metric: str, coverage: float, level: list[float], n: int | None) -> str:
+def coverage_verdict(metric: str, coverage: float, level: list[float], n: int | None,
+                     supported: float | None = None, train_n: int | None = None) -> str:
     """How often the interval held the actual value, and whether that share is what a calibrated interval
-    gives on so few inputs (the binomial's 95 % range, :func:`mantispy.modeling.selection.coverage_range`)."""
+    gives on so few inputs (the binomial's 95 % range, :func:`mantispy.modeling.selection.coverage_range`).
+    ``supported``: the share the interval's own training residuals can bound (its ``nominal``), judged
+    against instead of the levels' width where it is smaller (too few training inputs for the levels)."""
     nominal = level[1] - level[0]
     name = f"p{level[0] * 100:.0f}-p{level[1] * 100:.0f}"
+    short = ""
+    if isinstance(supported, (int, float)) and supported < nominal - 0.005:
+        short = (f"; its {train_n or 'few'} training inputs bound at most a {supported:.0%} interval, the smallest "
+                 "to largest of their errors, judged as such")
+        nominal = float(supported)
     if not n:
-        return f"{metric}: the {name} interval held the actual value on {coverage:.0%} of held-out inputs (nominal {nominal:.0%})"
+        return (f"{metric}: the {name} interval held the actual value on {coverage:.0%} of held-out inputs (nominal "
+                f"{nominal:.0%}{short})")
     low, high = coverage_range(int(n), nominal)
     judged = ("as a calibrated interval would" if low <= coverage <= high else
               "fewer than a calibrated interval would: it is too narrow" if coverage < low else
               "more than a calibrated interval would: it is too wide")
     return (f"{metric}: the {name} interval held the actual value on {coverage:.0%} of {n} held-out inputs (nominal "
-            f"{nominal:.0%}; a calibrated one holds {low:.0%}-{high:.0%} of {n} inputs 19 times in 20), {judged}")
+            f"{nominal:.0%}{short}; a calibrated one holds {low:.0%}-{high:.0%} of {n} inputs 19 times in 20), {judged}")
 
 
 def build_verdicts(record: BuildRecord) -> list[str]:

@@ -99,6 +99,21 @@ def split_problem(n_inputs: int, fraction: float) -> str | None:
             f"least {MIN_TRAIN_INPUTS} training inputs and 1 held out: profile ~{need}+ inputs or raise --train-fraction")
 
 
+FEW_TRAIN_INPUTS = 20  # fewer training inputs than this: the build says its models and intervals are rough
+
+
+def few_training_inputs(n_inputs: int, fraction: float) -> str | None:
+    """A warning when ``n_inputs`` split at ``fraction`` leave fewer than :data:`FEW_TRAIN_INPUTS` for training
+    (the choice of a model's form and features, and its interval, stand on them), or None."""
+    n_train = max(int(round(fraction * n_inputs)), 1)
+    if n_train >= FEW_TRAIN_INPUTS:
+        return None
+    need = int(np.ceil(FEW_TRAIN_INPUTS / max(fraction, 1e-9)))
+    return (f"training on {n_train} of {n_inputs} inputs (--train-fraction {fraction:g}): a model's form, its features "
+            f"and its p10-p90 interval chosen and measured on so few are rough (the interval's ranks need 9); for "
+            f"{FEW_TRAIN_INPUTS} or more raise --train-fraction or profile ~{need}+ inputs")
+
+
 def relative_errors(predicted: np.ndarray, actual: np.ndarray) -> dict[str, float]:
     """Median and mean of |predicted - actual| / actual."""
     errors = np.abs(np.asarray(predicted) - np.asarray(actual)) / np.asarray(actual)
@@ -328,6 +343,30 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
         evaluation["training_sizes"] = _training_sizes(frame, chosen.columns, metric_col, request, chosen.candidate,
                                                        measured_col, campaign.manifest)
     model["evaluation"] = evaluation
+    box = evaluation["blackbox"]
+    if (metric == work.WORK_METRIC and box.get("available")
+            and box["cv_median_rel_error"] < evaluation["cv"]["median_rel_error"]):
+        return _measured_instead_of_work(store, campaign_name, request, evaluation["cv"]["median_rel_error"],
+                                         box["cv_median_rel_error"], log)
+    return model
+
+
+def _measured_instead_of_work(store: RunStore, campaign_name: str | None, request: FitRequest, work_cv: float,
+                              box_cv: float, log) -> dict[str, Any]:
+    """A ``work_s`` model worse on cross-validation than the black box (the input descriptors fitted to CPU
+    time): the program's counted work (loop iterations and calls, Python-level) does not track its CPU time,
+    as when the work is done in C (parsing a CSV file, regular expressions, string methods). The work_s
+    model is then a model of the measured CPU time itself, fitted with the same features allowed, so it is
+    never worse than the black box on cross-validation; it has no ``work`` block, so ``mantispy calibrate``
+    has nothing to re-measure, and ``training.work_fallback`` says why."""
+    reason = (f"the program's counted work (loop iterations and calls) tracked CPU time worse on cross-validation "
+              f"({work_cv:.1%}) than the input descriptors did ({box_cv:.1%}): work_s is a model of CPU time")
+    log(f"{work.WORK_METRIC}: {reason}")
+    model = fit_campaign(store, campaign_name, dataclasses.replace(request, metric=work.MEASURED), log)
+    model["metric"] = work.WORK_METRIC
+    model["training"]["metric"] = work.WORK_METRIC
+    model["training"]["work_fallback"] = {"work_cv_median_rel_error": work_cv, "blackbox_cv_median_rel_error": box_cv,
+                                          "reason": reason}
     return model
 
 

@@ -296,7 +296,12 @@ def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, f
              source: str = "out-of-fold predictions") -> dict[str, Any] | None:
     """Factors (low, high) such that [estimate x low, estimate x high] covers the actual value with the
     levels' probability, from out-of-fold predictions (kept, sorted, as ``log_ratios``: the spread the
-    interval stands on); None with fewer than 4 usable predictions."""
+    interval stands on); None with fewer than 4 usable predictions.
+
+    ``nominal`` is the share a new input falls in with exchangeable residuals: (high rank - low rank) /
+    (n + 1). It is the levels' width where n is large enough for their conformal ranks (9 predictions for
+    p10-p90); with fewer the ranks are the smallest and largest residual, and that interval holds only
+    (n - 1) / (n + 1) (71 % on 6 inputs), which the interval says instead of claiming the levels."""
     predictions = np.asarray(predictions, dtype=float)
     actual = np.asarray(actual, dtype=float)
     usable = (predictions > 0) & np.isfinite(predictions) & (actual > 0)
@@ -308,7 +313,7 @@ def interval(predictions: np.ndarray, actual: np.ndarray, levels: tuple[float, f
     lo_rank = max(int(math.floor(lo_level * (n + 1))), 1)  # conformal ranks, 1-based
     hi_rank = min(int(math.ceil(hi_level * (n + 1))), n)
     return {"level": [lo_level, hi_level], "low": float(math.exp(ratios[lo_rank - 1])),
-            "high": float(math.exp(ratios[hi_rank - 1])), "n": n,
+            "high": float(math.exp(ratios[hi_rank - 1])), "n": n, "nominal": round((hi_rank - lo_rank) / (n + 1), 4),
             "method": f"split-conformal quantiles of log(actual / predicted) over {source}",
             "log_ratios": [round(float(r), 6) for r in ratios]}
 

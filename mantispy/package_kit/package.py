@@ -221,9 +221,12 @@ def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, 
             input_files=None, **kwargs):
     """Estimates of every modelled metric for one input: {metric: value}.
 
-    With ``interval=True`` each metric maps to {"estimate", "low", "high", "level"}: the estimate and
-    the prediction interval (p10-p90 by default) measured from the build's cross-validated errors;
-    ``low``/``high`` are None for a model without one.
+    With ``interval=True`` each metric maps to {"estimate", "low", "high", "level", "nominal"}: the
+    estimate and the prediction interval (p10-p90 by default) measured from the build's cross-validated
+    errors; ``nominal`` is the share of inputs the interval holds when the training errors are
+    representative: the levels' width (0.8), or less where too few inputs trained the model to bound
+    those levels (0.71 with 6: the smallest to largest of their errors); ``low``/``high`` are None for a
+    model without one.
 
     A feature value far outside what training saw (below half its minimum, or beyond its maximum by
     more than the training range; see check_range) raises PredictionError unless ``extrapolate`` is
@@ -251,8 +254,9 @@ def predict(argv=None, *, cwd=None, timeout=None, extrapolate=False, warm=True, 
     for metric, estimate in estimates.items():
         band = _model.interval(models[metric], estimate)
         level = (models[metric].get("interval") or {}).get("level")
+        nominal = (models[metric].get("interval") or {}).get("nominal")
         result[metric] = {"estimate": estimate, "low": band[0] if band else None,
-                          "high": band[1] if band else None, "level": level}
+                          "high": band[1] if band else None, "level": level, "nominal": nominal}
     return result
 
 
