@@ -56,6 +56,7 @@ from mantispy.modeling.averaging import ENSEMBLE_SIZE
 from mantispy.modeling.defaults import VIEW_CONFIDENCE
 from mantispy.modeling.fitting import (
     FitRequest,
+    as_work_model,
     few_training_inputs,
     fit_campaign,
     measured_metric,
@@ -63,8 +64,11 @@ from mantispy.modeling.fitting import (
     split_inputs,
     split_problem,
     with_extra_features,
+    work_fallback,
 )
 from mantispy.modeling.spore import ModelingError
+from mantispy.modeling.work import MEASURED as WORK_MEASURED
+from mantispy.modeling.work import WORK_METRIC
 from mantispy.outputs import OutputError, check_folder, is_predictor, refuse_overlap
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.content import CONTENT_PREFIX
@@ -544,6 +548,9 @@ class Builder:
         self.content: ContentTable | None = None
         self.content_columns: dict[str, dict[str, float]] = {}
         self.sampling_gates: dict[str, SamplingGate] = {}  # metric -> whether its models are offered sampled features
+        # why work_s is a model of CPU time, once one of its fits found the counted work tracking CPU time worse
+        # than the input descriptors: its later fits fit CPU time straight away (decided once per build)
+        self.work_fallback: dict[str, Any] | None = None
         self.slicing_root = slicing_root(self.spec)
 
     # -------------------------------------------------------------- stages
@@ -609,7 +616,9 @@ class Builder:
             self.train_metric = {m: train[f"metric:{measured_metric(m)}"].to_numpy() for m in self.metrics
                                  if f"metric:{measured_metric(m)}" in train}
             self.log(f"fresh interpreter start-up: {meter.idle_s * 1000:.1f} ms (a warm evaluator pays it once)")
-            models = {metric: self.cost_loop(store, campaign, metric, meter) for metric in self.metrics}
+            models: dict[str, dict[str, Any]] = {}
+            for metric in self.metrics:
+                models[metric] = self.stand_in(metric, models) or self.cost_loop(store, campaign, metric, meter)
             record = self.record(campaign, frame, models, meter)
             record.ceiling = {metric: ceiling_summary(model) for metric, model in self.ceilings.items()}
             for metric, gate in self.sampling_gates.items():
@@ -720,6 +729,15 @@ class Builder:
         return {"id": rec.id, "argv": list(rec.argv), "kwargs": rec.kwargs, "files": list(rec.files),
                 "wall_s": float(row["metric:wall_s"]),
                 "features": {c: float(row[c]) for c in feature_columns if row[c] != 0}}
+
+    def stand_in(self, metric: str, models: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """``work_s`` whose fit on every feature fell back to CPU time (the counted work tracked CPU time worse
+        than the input descriptors did) is the ``cpu_s`` model already built, relabelled: no cost loop of its
+        own. None for any other metric, or when there is no ``cpu_s`` model to stand in."""
+        if metric != WORK_METRIC or self.work_fallback is None or WORK_MEASURED not in models:
+            return None
+        self.log(f"{metric}: the {WORK_MEASURED} model stands in for it (no cost loop of its own)")
+        return as_work_model(models[WORK_MEASURED], self.work_fallback)
 
     def cost_loop(self, store: RunStore, campaign, metric: str, meter: CostMeter) -> dict[str, Any]:
         """Fit, reject the features whose evaluators are too costly or unfaithful, refit; the final model.
@@ -882,10 +900,17 @@ class Builder:
         if gate is not None and not gate.open:  # its stand-ins were taken for the other metrics' models
             sampled = {f for values in request.extra_features.values() for f in values if f.startswith(SAMPLED_PREFIX)}
             request = dataclasses.replace(request, exclude=tuple(sorted(excluded | sampled)))
+        fell_back = metric == WORK_METRIC and self.work_fallback is not None
+        if fell_back:  # no work model to fit and judge again: CPU time, as the earlier fit decided
+            request = dataclasses.replace(request, metric=WORK_MEASURED)
         try:
             model = fit_campaign(store, campaign.name, request)
         except ModelingError as exc:
             raise BuildError(f"{metric}: {exc}") from None
+        if fell_back:
+            model = as_work_model(model, self.work_fallback)
+        elif metric == WORK_METRIC and work_fallback(model) is not None:
+            self.work_fallback = work_fallback(model)
         for fid in model["scaling"]:
             if fid.startswith(CONTENT_PREFIX) and self.content is not None:
                 model.setdefault("features", {})[fid] = describe_content(self.content, fid)

@@ -22,6 +22,7 @@ from mantispy.build import BuildOptions, build
 from mantispy.build_record import BuildRecord
 from mantispy.cli_build import load_predictor, print_validation
 from mantispy.modeling import artefact
+from mantispy.modeling.fitting import work_fallback
 
 HERE = Path(__file__).resolve().parent
 PROGRAM = HERE / "programs" / "batchjob"
@@ -127,12 +128,70 @@ def test_the_cost_loop_rejects_costly_features_and_keeps_only_cheap_ones(built):
     assert not {r["feature"] for row in wall[:-1] for r in row["rejected"]} & set(wall[-1]["selected"])
     assert not wall[-1]["lookahead"]
     for metric, data in record["metrics"].items():
-        last = [row for row in record["rounds"] if row["metric"] == metric][-1]
+        rounds = [row for row in record["rounds"] if row["metric"] == metric]
+        if metric == "work_s" and work_fallback(data["model"]) and not rounds:  # the cpu_s model stands in
+            assert data["model"]["terms"] == record["metrics"]["cpu_s"]["model"]["terms"]
+            assert "work_s: the cpu_s model stands in for it (no cost loop of its own)" in logs
+            continue
+        last = rounds[-1]
         assert not last["rejected"], metric
         assert sorted(data["model"]["scaling"]) == sorted(last["selected"])
     for feature in record["features"]:
         assert feature["cost_fraction"] is not None and feature["cost_fraction"] <= options.max_cost
     assert record["features"], "a model with no features"
+
+
+def test_work_s_that_fell_back_to_cpu_time_on_every_feature_is_the_cpu_s_model_without_a_cost_loop():
+    """The counted work tracked CPU time worse than the input descriptors on the all-feature fit (before the
+    cost loops): the build takes the cpu_s model it built (relabelled, with the reason) instead of a cost loop
+    of work_s fits that would each fall back to fitting CPU time again."""
+    import types
+
+    from mantispy.build import Builder
+
+    said: list[str] = []
+    fallback = {"work_cv_median_rel_error": 0.3, "blackbox_cv_median_rel_error": 0.1, "reason": "tracked worse"}
+    cpu = {"metric": "cpu_s", "terms": [[["input:n", 1]]], "training": {"metric": "cpu_s"}}
+    host = types.SimpleNamespace(work_fallback=fallback, log=said.append)
+    model = Builder.stand_in(host, "work_s", {"cpu_s": cpu})
+    assert model is not None and model["metric"] == "work_s" and model["training"]["metric"] == "work_s"
+    assert work_fallback(model) == fallback and model["terms"] == cpu["terms"]
+    assert cpu["metric"] == "cpu_s" and "work_fallback" not in cpu["training"]  # a copy: cpu_s's model unchanged
+    assert said == ["work_s: the cpu_s model stands in for it (no cost loop of its own)"]
+    assert Builder.stand_in(host, "work_s", {}) is None  # no cpu_s model (not among the build's metrics)
+    assert Builder.stand_in(host, "wall_s", {"cpu_s": cpu}) is None
+    host.work_fallback = None  # no work_s fit fell back: work_s gets its own cost loop
+    assert Builder.stand_in(host, "work_s", {"cpu_s": cpu}) is None
+
+
+def test_after_one_work_s_fit_fell_back_the_later_ones_fit_cpu_time_straight_away(monkeypatch, tmp_path):
+    """A cost-loop round's work_s fit that fell back to CPU time (decided after a full selection on the work
+    target) decides it for the build: the later rounds and the final fit fit CPU time and relabel it."""
+    import types
+
+    import mantispy.build as build_module
+
+    asked: list[str] = []
+    fallback = {"work_cv_median_rel_error": 0.3, "blackbox_cv_median_rel_error": 0.1, "reason": "tracked worse"}
+
+    def fit_campaign(store, name, request, log=None):
+        asked.append(request.metric)
+        model = {"metric": request.metric, "scaling": {}, "training": {"metric": request.metric}}
+        if request.metric == "work_s":  # what fit_campaign returns when it falls back
+            model = build_module.as_work_model(model, fallback)
+        return model
+
+    monkeypatch.setattr(build_module, "fit_campaign", fit_campaign)
+    host = types.SimpleNamespace(options=BuildOptions(spec=tmp_path / "c.toml", out=tmp_path / "out"),
+                                 sampling_gates={}, content_columns={}, content=None, work_fallback=None)
+    campaign = types.SimpleNamespace(name="c")
+    first = build_module.Builder.fit(host, None, campaign, "work_s", set(), sensitivity=False)
+    assert asked == ["work_s"] and host.work_fallback == fallback and build_module.work_fallback(first) == fallback
+    later = build_module.Builder.fit(host, None, campaign, "work_s", {"x"}, sensitivity=True)
+    assert asked == ["work_s", "cpu_s"]  # no second selection on the work target
+    assert later["metric"] == "work_s" and build_module.work_fallback(later) == fallback
+    build_module.Builder.fit(host, None, campaign, "cpu_s", set(), sensitivity=False)
+    assert asked[-1] == "cpu_s"
 
 
 def test_validation_reports_errors_baseline_cost_and_fidelity(built):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from mantispy.content.choose import choose
 from mantispy.content.discover import alternation, candidates_from, read_probe_files, scanners_from
 from mantispy.content.measure import Measured, measure
+from mantispy.content.stage import offered_line
 from mantispy.content.types import ContentError, ContentFeature, ContentTable, read_table, table_from_json
 from mantispy.runtime import regex_probe
 from mantispy.runtime.content import compile_feature, content_values, count_matches, feature_id
@@ -378,6 +379,17 @@ def _table() -> ContentTable:
     cand = _candidate(r"\w+")
     return ContentTable(key="k", candidates=[cand], values={"i1": {cand.id: 3.0}}, seconds={"i1": {cand.id: 0.01}},
                         chosen=[cand.id], reasons={cand.id: "offered"})
+
+
+def test_the_offered_line_says_how_many_more_there_are_than_it_names(tmp_path):
+    chosen = [f"content:app.py:{n}:regex#{n:010x}" for n in range(7)]
+    reasons = {f: "offered: rank correlation 0.8 with a metric" for f in chosen}
+    line = offered_line(chosen, reasons, tmp_path / "content.json")
+    assert line.startswith("content features: 7 offered to the models: ")
+    assert all(f in line for f in chosen[:4]) and not any(f in line for f in chosen[4:])
+    assert line.endswith(f"and 3 more (all in {tmp_path / 'content.json'})")
+    assert offered_line(chosen[:2], reasons, tmp_path).count("regex#") == 2 and "more" not in offered_line(chosen[:2], reasons, tmp_path)
+    assert offered_line([], {}, tmp_path) == "content features: 0 offered to the models"
 
 
 def test_the_table_reads_back(tmp_path):

@@ -99,12 +99,22 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
             for mine, extra in ((measured.values, more.values), (measured.seconds, more.seconds)):
                 for iid, row in extra.items():
                     mine.setdefault(iid, {}).update(row)
-    log(f"content features: {len(chosen)} offered to the models"
-        + (": " + ", ".join(f"{f} ({reasons[f].split(': ', 1)[-1]})" for f in chosen[:4]) if chosen else ""))
+    log(offered_line(chosen, reasons, path))
     table = ContentTable(key=key, candidates=candidates, values=measured.values, seconds=measured.seconds,
                          chosen=chosen, reasons=reasons)
     table.save(path)
     return table
+
+
+def offered_line(chosen: list[str], reasons: dict[str, str], path: Path, shown: int = 4) -> str:
+    """The build's line on the content features offered: how many, the first ``shown`` with why, and where
+    the rest are listed."""
+    line = f"content features: {len(chosen)} offered to the models"
+    if chosen:
+        line += ": " + ", ".join(f"{f} ({reasons[f].split(': ', 1)[-1]})" for f in chosen[:shown])
+    if len(chosen) > shown:
+        line += f" and {len(chosen) - shown} more (all in {path})"
+    return line
 
 
 def _size(record, workdir: Path) -> float:

@@ -10,6 +10,7 @@ training on 5/10/20/40 % of the inputs (Fig. 6b/9b), and the same SPORE fitted o
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import warnings
@@ -269,6 +270,14 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
                 if request.average > 1 else [chosen])
     if len(averaged) < 2:
         averaged = [chosen]
+    box_members = _blackbox_members(frame, measured_col, train_ids, request,
+                                    chosen_selection if sorted(inputs) == sorted(all_inputs) and measured == metric
+                                    else None)
+    if metric == work.WORK_METRIC and not isinstance(box_members, str):
+        work_cv = _cv_error(averaged, y_train, floor)
+        box_cv = _cv_error(box_members, y_train, floor)
+        if box_cv * WORK_MARGIN < work_cv:  # decided before the work model's fits, intervals and sensitivity
+            return _measured_instead_of_work(store, campaign_name, request, work_cv, box_cv, log)
     fitted = [_fit_member(frame, scored, metric, metric_col, train_ids, test_ids, request, floor) for scored in averaged]
     est = fitted[0][1]  # the best-ranked member's estimator: its fit details and sensitivity are reported
     if len(fitted) == 1:
@@ -343,19 +352,13 @@ def fit_campaign(store: RunStore, campaign_name: str | None, request: FitRequest
     log(f"{averaging.label(averaged)}: {len(artefact.model_terms(model))} term(s) over "
         f"{len(model['scaling'])} feature(s); "
         f"held-out median relative error {evaluation['test']['median_rel_error']:.1%}")
-    evaluation["blackbox"] = _blackbox(frame, measured_col, train_ids, test_ids, request, chosen_selection,
-                                       reuse=sorted(inputs) == sorted(all_inputs) and measured == metric)
+    evaluation["blackbox"] = _blackbox(frame, measured_col, train_ids, test_ids, request, box_members)
     if request.sensitivity and est is not None:
         if request.method == "lasso":
             evaluation["lambda_path"] = _lambda_path(est, train, test, metric_col, measured_col)
         evaluation["training_sizes"] = _training_sizes(frame, chosen.columns, metric_col, request, chosen.candidate,
                                                        measured_col, campaign.manifest)
     model["evaluation"] = evaluation
-    box = evaluation["blackbox"]
-    if (metric == work.WORK_METRIC and box.get("available")
-            and box["cv_median_rel_error"] * WORK_MARGIN < evaluation["cv"]["median_rel_error"]):
-        return _measured_instead_of_work(store, campaign_name, request, evaluation["cv"]["median_rel_error"],
-                                         box["cv_median_rel_error"], log)
     return model
 
 
@@ -372,10 +375,22 @@ def _measured_instead_of_work(store: RunStore, campaign_name: str | None, reques
               f"({work_cv:.1%}) than the input descriptors did ({box_cv:.1%}): work_s is a model of CPU time")
     log(f"{work.WORK_METRIC}: {reason}")
     model = fit_campaign(store, campaign_name, dataclasses.replace(request, metric=work.MEASURED), log)
+    return as_work_model(model, {"work_cv_median_rel_error": work_cv, "blackbox_cv_median_rel_error": box_cv,
+                                 "reason": reason})
+
+
+def work_fallback(model: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``work_s`` model's ``training.work_fallback`` (why it is a model of CPU time), or None."""
+    return (model.get("training") or {}).get("work_fallback")
+
+
+def as_work_model(cpu_model: dict[str, Any], fallback: dict[str, Any]) -> dict[str, Any]:
+    """A model of CPU time standing in for ``work_s`` (a copy; ``fallback``: why, as
+    :func:`_measured_instead_of_work` records it)."""
+    model = copy.deepcopy(cpu_model)
     model["metric"] = work.WORK_METRIC
     model["training"]["metric"] = work.WORK_METRIC
-    model["training"]["work_fallback"] = {"work_cv_median_rel_error": work_cv, "blackbox_cv_median_rel_error": box_cv,
-                                          "reason": reason}
+    model["training"]["work_fallback"] = dict(fallback)
     return model
 
 
@@ -433,26 +448,43 @@ def _constant_model(metric: str, y_train: np.ndarray) -> dict[str, Any]:
             "terms": [], "scaling": {}, "aliases": {}, "features": {}}
 
 
-def _blackbox(frame, metric_col, train_ids, test_ids, request: FitRequest, chosen: selection.Selection,
-              reuse: bool) -> dict[str, Any]:
-    """The black box: the best form (by the same cross-validation) on the input descriptors only; averaged
-    as the model is (the best ``request.average`` of the constant and the descriptors' forms)."""
+def _blackbox_members(frame, metric_col, train_ids, request: FitRequest,
+                      chosen: selection.Selection | None) -> list[selection.Scored] | str:
+    """The black box's candidates, as cross-validation ranked them (no fit on the whole training set yet):
+    the best form on the input descriptors only, averaged as the model is (the best ``request.average`` of
+    the constant and the descriptors' forms); or why there is no black box. ``chosen``: a selection whose
+    pool already holds the descriptors' view for ``metric_col`` (None: select it here)."""
     columns = _input_columns(frame)
     if not columns:
-        return {"available": False, "reason": "the inputs carry no numbers (argv/kwargs) or file sizes"}
-    pool = chosen if reuse else None
+        return "the inputs carry no numbers (argv/kwargs) or file sizes"
+    pool = chosen
     if pool is None:
         train = frame[frame["input_id"].isin(train_ids)]
         try:
             pool = _select(train, [], columns, metric_col, request)
         except ModelingError as exc:
-            return {"available": False, "reason": str(exc)}
+            return str(exc)
     best = pool.best("inputs")
     if best is None or math.isinf(best.error):
-        return {"available": False, "reason": best.problem if best is not None else "no input descriptor varies"}
+        return (best.problem or "no form fitted the input descriptors") if best is not None else "no input descriptor varies"
     averaged = averaging.members(pool, views=("constant", "inputs"), size=request.average) if request.average > 1 else []
     if len(averaged) < 2 or all(s.candidate.view == "constant" for s in averaged):
         averaged = [best]
+    return averaged
+
+
+def _cv_error(members: Sequence[selection.Scored], y_train: np.ndarray, floor: float) -> float:
+    """The median relative error of the members' combined out-of-fold estimates."""
+    cv = averaging.geometric_mean([s.predictions for s in members], floor)
+    return float(np.median(selection.relative_error(cv, y_train)))
+
+
+def _blackbox(frame, metric_col, train_ids, test_ids, request: FitRequest,
+              averaged: list[selection.Scored] | str) -> dict[str, Any]:
+    """The black box (``averaged``: :func:`_blackbox_members`) fitted on the training inputs and judged on the
+    held-out ones."""
+    if isinstance(averaged, str):
+        return {"available": False, "reason": averaged}
     train = frame[frame["input_id"].isin(train_ids)]
     floor = float(train[metric_col].min()) / 10
     estimates, used = [], []
@@ -466,12 +498,11 @@ def _blackbox(frame, metric_col, train_ids, test_ids, request: FitRequest, chose
         used += [f for term in (est.term_features_ if est is not None else []) for f, _ in term if f not in used]
     test = frame[frame["input_id"].isin(test_ids)]
     predicted = averaging.geometric_mean(estimates, floor)
-    cv = averaging.geometric_mean([s.predictions for s in averaged], floor)
     result: dict[str, Any] = dict(relative_errors(predicted, test[metric_col].to_numpy()))
     result.update({
         "available": True,
         "form": averaging.label(averaged),
-        "cv_median_rel_error": float(np.median(selection.relative_error(cv, train[metric_col].to_numpy(dtype=float)))),
+        "cv_median_rel_error": _cv_error(averaged, train[metric_col].to_numpy(dtype=float), floor),
         "inputs_used": used,
         "test_predictions": [float(p) for p in predicted],
     })
