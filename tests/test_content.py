@@ -320,6 +320,11 @@ def test_a_candidate_far_over_the_budget_on_a_window_is_not_measured_further(tmp
     assert set(out) == {costly.id}
     assert "too expensive" in out[costly.id] and f"{SCREEN_BYTES} bytes of input 1" in out[costly.id]
     assert screen([cheap, costly], _Record("2", "small.txt"), tmp_path, wall_s=1.0, max_cost=0.01, limit_s=30) == {}
+    # An input no larger than the window is counted whole (a median input of 2.6 kB once screened nothing, and
+    # a thousand of Pygments' patterns were counted on every training input).
+    (tmp_path / "mid.txt").write_text(("word " * 20 + "\n") * 38)  # 3.8 kB: under the window
+    out = screen([cheap, costly], _Record("4", "mid.txt"), tmp_path, wall_s=1.0, max_cost=0.001, limit_s=30)
+    assert set(out) == {costly.id} and "to count on input 4 (3838 bytes)" in out[costly.id]
     assert screen([cheap], _Record("3", "gone.txt"), tmp_path, wall_s=1.0, max_cost=0.01, limit_s=30) == {}
 
 

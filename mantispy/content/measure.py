@@ -102,22 +102,24 @@ def screen(candidates: list[ContentFeature], record, cwd: Path, wall_s: float, m
     :data:`SCREEN_FACTOR` x ``max_cost`` of that run is left out (a regex that takes time superlinear in
     the text is only underestimated by the scaling). Counting a thousand regexes on every input (Pygments
     compiles 1,003, many of them file-name globs that cost 0.1 s each on a 15 kB file) would take many
-    minutes for features no model could afford. Inputs no larger than the window are not screened."""
+    minutes for features no model could afford. An input no larger than the window is counted whole."""
     try:
         size = len(read_inputs(input_files(record, cwd), str(cwd)))
     except OSError:  # the counting child says why, input by input
         return {}
-    if size <= SCREEN_BYTES or wall_s <= 0:
+    if wall_s <= 0:
         return {}
-    sample = measure(candidates, [record], cwd, limit_s, window=SCREEN_BYTES)
+    window = SCREEN_BYTES if size > SCREEN_BYTES else None
+    sample = measure(candidates, [record], cwd, limit_s, window=window)
     out = dict(sample.dropped)
     reading = sample.reading.get(record.id, 0.0)  # of the whole files: not scaled
     for fid, seconds in sample.seconds.get(record.id, {}).items():
-        scaled = max(seconds - reading, 0.0) * size / SCREEN_BYTES + reading
+        scaled = max(seconds - reading, 0.0) * (size / SCREEN_BYTES if window else 1.0) + reading
         if scaled > SCREEN_FACTOR * max_cost * wall_s:
-            out[fid] = (f"too expensive: {seconds * 1000:.1f} ms to count on {SCREEN_BYTES} bytes of input "
-                        f"{record.id}, {scaled / wall_s:.0%} of its run scaled to its {size} bytes (limit "
-                        f"{max_cost:.1%}; not measured further)")
+            where = (f"{SCREEN_BYTES} bytes of input {record.id}, {scaled / wall_s:.0%} of its run scaled to its "
+                     f"{size} bytes" if window else f"input {record.id} ({size} bytes), {scaled / wall_s:.0%} of its run")
+            out[fid] = (f"too expensive: {seconds * 1000:.1f} ms to count on {where} (limit {max_cost:.1%}; "
+                        "not measured further)")
     return out
 
 
