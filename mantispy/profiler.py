@@ -212,12 +212,16 @@ def prepare_build(spec: CampaignSpec, log: Callable[[str], None] = lambda _m: No
     campaign's plan is written beside the build's manifest."""
     manifest = _instrumented_build(spec, log)
     if monitored(spec):
-        from mantispy.monitoring.launch import make_boot
-        from mantispy.monitoring.plan import build_plan
+        from mantispy.monitoring.launch import boot_is_current, make_boot
+        from mantispy.monitoring.plan import build_plan, plan_key
         from mantispy.monitoring.view import package_locations
 
-        make_boot(monitor_boot_path(spec),
-                  build_plan(spec.source, list(spec.instrument.get("exclude", [])), package_locations(spec)))
+        exclude, packages = list(spec.instrument.get("exclude", [])), package_locations(spec)
+        key = plan_key(spec.source, exclude, packages)
+        if boot_is_current(monitor_boot_path(spec), key):  # the plan places the features of every included file
+            log(f"reusing the bytecode backend's plan in {monitor_boot_path(spec)}")
+        else:
+            make_boot(monitor_boot_path(spec), build_plan(spec.source, exclude, packages), key)
     return manifest
 
 

@@ -328,6 +328,24 @@ def test_a_candidate_far_over_the_budget_on_a_window_is_not_measured_further(tmp
     assert screen([cheap], _Record("3", "gone.txt"), tmp_path, wall_s=1.0, max_cost=0.01, limit_s=30) == {}
 
 
+def test_a_count_that_grows_faster_than_the_text_is_screened_by_the_largest_training_input(tmp_path):
+    """A file-name glob searched through a file rescans the rest of the text from every position: cheap on a
+    3 kB median input, seconds on a 110 kB one, where the count would run past its limit and be dropped
+    after it (Pygments: hundreds of such globs, each dropped after 2 s on the largest input)."""
+    from mantispy.content.measure import growth, screen
+
+    assert growth(0.0005, 0.0001) == 1.0  # too short to tell
+    assert growth(0.008, 0.0005) == pytest.approx(2.0) and growth(0.008, 0.002, step=2) == pytest.approx(2.0)
+    assert growth(0.004, 0.003) == 1.0 and growth(1.0, 0.001) == 3.0  # within [1, 3]
+    (tmp_path / "mid.txt").write_text(("word " * 20 + "\n") * 38)  # 3.8 kB: the median input, counted whole
+    glob, cheap = _candidate(r"(?s:.*\.zz)\Z", 2), _candidate("word")
+    out = screen([cheap, glob], _Record("m", "mid.txt"), tmp_path, wall_s=1.0, max_cost=0.05, limit_s=2.0,
+                 largest=("big", 400_000.0))
+    assert set(out) == {glob.id}
+    assert "time growing as size^" in out[glob.id] and "on input big (400000 bytes) it would take about" in out[glob.id]
+    assert screen([cheap, glob], _Record("m", "mid.txt"), tmp_path, wall_s=1.0, max_cost=0.05, limit_s=2.0) == {}
+
+
 def test_choose_offers_cheap_informative_new_candidates_only():
     ids = [str(n) for n in range(12)]
     rng = np.random.default_rng(1)

@@ -230,3 +230,32 @@ def test_the_content_probe_finds_an_included_packages_patterns(tmp_path, monkeyp
     spec = load_spec(tmp_path / "campaign.toml")
     found = discover(spec, [r.id for r in spec.inputs][:2])
     assert [(c.file, c.pattern, c.qualname) for c in found] == [("tallylib/core.py", "[0-9]+", "<module>")]
+
+
+def test_the_plan_is_made_again_only_when_what_it_reads_changed(tmp_path, monkeypatch):
+    """Planning every file of an included package (instrumenting it to place its features) took 70 s per
+    profile of a campaign including Pygments, runs reused or not: the boot folder keeps its plan's key, and
+    the plan is made again when a file of the program or of a package, or the exclusions, change."""
+    from mantispy.campaign import load_spec
+    from mantispy.monitoring.launch import KEY_NAME
+    from mantispy.profiler import monitor_boot_path, prepare_build
+
+    env = make_project(tmp_path, count=2)
+    monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
+    said: list[str] = []
+    spec = load_spec(tmp_path / "campaign.toml")
+    prepare_build(spec, said.append)
+    boot = monitor_boot_path(spec)
+    plan = (boot / "plan.json").read_text()
+    assert (boot / KEY_NAME).is_file() and not any("reusing the bytecode backend's plan" in s for s in said)
+    prepare_build(load_spec(tmp_path / "campaign.toml"), said.append)
+    assert said[-1] == f"reusing the bytecode backend's plan in {boot}" and (boot / "plan.json").read_text() == plan
+    core = tmp_path / "site" / "tallylib" / "core.py"
+    core.write_text(core.read_text() + "\n\ndef again(rows):\n    for row in rows:\n        print(row)\n")
+    said.clear()
+    prepare_build(load_spec(tmp_path / "campaign.toml"), said.append)
+    assert not any("reusing the bytecode backend's plan" in s for s in said)
+    assert "tallylib/core.py:again:loop:1" in (boot / "plan.json").read_text()
+    (boot / "plan.json").unlink()  # a boot folder without its plan is made again
+    prepare_build(load_spec(tmp_path / "campaign.toml"), said.append)
+    assert (boot / "plan.json").is_file()

@@ -7,6 +7,7 @@ the budget."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import selectors
 import subprocess
@@ -92,34 +93,89 @@ SCREEN_BYTES = 4096
 SCREEN_FACTOR = 2.0
 """A candidate whose count on that window, scaled to the input's size, costs this many times the budget is
 not measured further."""
+GROWTH_MIN_S = 0.001
+"""A count shorter than this on the window is taken to grow linearly with the text (its time on half the
+window says too little)."""
+GROWTH_MAX = 3.0
+"""The largest exponent of the text's size a count's time is taken to grow with."""
+
+
+GROWTH_STEP = 4
+"""The window is this many times the smaller one the growth of a count's time is judged from."""
+
+
+def growth(seconds: float, smaller_seconds: float, step: float = GROWTH_STEP) -> float:
+    """The exponent of the text's size that a count's time grows with, from its time on a window and on one
+    ``step`` times smaller: 1 for a linear scan (and for counts too short to tell), about 2 for a pattern
+    that rescans the rest of the text from every position (a file-name glob ``(?s:.*\\.py)\\Z`` searched
+    through a file)."""
+    if seconds < GROWTH_MIN_S or smaller_seconds <= 0:
+        return 1.0
+    return min(max(math.log(seconds / smaller_seconds) / math.log(step), 1.0), GROWTH_MAX)
+
+
+def _fastest(candidates: list[ContentFeature], record, cwd: Path, limit_s: float, window: int,
+             times: int = 2) -> tuple[dict[str, float], dict[str, str]]:
+    """Each candidate's least counting time (reading left out) over ``times`` counts on ``window`` bytes of
+    ``record``'s files, and the candidates dropped."""
+    best: dict[str, float] = {}
+    dropped: dict[str, str] = {}
+    for _ in range(times):
+        sample = measure([c for c in candidates if c.id not in dropped], [record], cwd, limit_s, window=window)
+        dropped.update(sample.dropped)
+        reading = sample.reading.get(record.id, 0.0)
+        for fid, seconds in sample.seconds.get(record.id, {}).items():
+            best[fid] = min(best.get(fid, math.inf), max(seconds - reading, 0.0))
+    return {f: t for f, t in best.items() if f not in dropped}, dropped
 
 
 def screen(candidates: list[ContentFeature], record, cwd: Path, wall_s: float, max_cost: float,
-           limit_s: float) -> dict[str, str]:
+           limit_s: float, largest: tuple[str, float] | None = None) -> dict[str, str]:
     """The candidates too costly to measure on every training input, with why: each is counted on
     :data:`SCREEN_BYTES` from the middle of ``record``'s files (the median training input, whose run took
-    ``wall_s``), and one whose count there, scaled to the files' whole size, costs more than
-    :data:`SCREEN_FACTOR` x ``max_cost`` of that run is left out (a regex that takes time superlinear in
-    the text is only underestimated by the scaling). Counting a thousand regexes on every input (Pygments
-    compiles 1,003, many of them file-name globs that cost 0.1 s each on a 15 kB file) would take many
-    minutes for features no model could afford. An input no larger than the window is counted whole."""
+    ``wall_s``; an input no larger than the window is counted whole) and on :data:`GROWTH_STEP` times fewer
+    bytes, twice each, which says how its time grows with the text (:func:`growth`). One whose count, scaled
+    so to the input's whole size, costs more than :data:`SCREEN_FACTOR` x ``max_cost`` of that run is left
+    out, and so is one whose count on the ``largest`` training input (its id and bytes) would take over half
+    of ``limit_s`` (past it, it would be dropped there after that long; the growth is an estimate). Counting a thousand regexes on every input (Pygments compiles 1,025, hundreds of them
+    file-name globs whose count takes 8 ms on a 3 kB file, 0.2 s on 17.5 kB and would take seconds on 110 kB)
+    would take many minutes for features no model could afford."""
     try:
         size = len(read_inputs(input_files(record, cwd), str(cwd)))
     except OSError:  # the counting child says why, input by input
         return {}
-    if wall_s <= 0:
+    if wall_s <= 0 or size < 2:
         return {}
-    window = SCREEN_BYTES if size > SCREEN_BYTES else None
+    window = min(size, SCREEN_BYTES)
     sample = measure(candidates, [record], cwd, limit_s, window=window)
     out = dict(sample.dropped)
     reading = sample.reading.get(record.id, 0.0)  # of the whole files: not scaled
+    first = {fid: max(seconds - reading, 0.0) for fid, seconds in sample.seconds.get(record.id, {}).items()}
+    budget_s = SCREEN_FACTOR * max_cost * wall_s
+    over = {fid for fid, counting in first.items() if counting * size / window + reading > budget_s}  # growing or not
+    rest = [c for c in candidates if c.id in first and c.id not in over]
+    counted, dropped = _fastest(rest, record, cwd, limit_s, window, times=1)
+    smaller_window = max(window // GROWTH_STEP, 1)
+    smaller, dropped_smaller = _fastest([c for c in rest if c.id in counted], record, cwd, limit_s, smaller_window)
+    out.update(dropped)
+    out.update(dropped_smaller)
     for fid, seconds in sample.seconds.get(record.id, {}).items():
-        scaled = max(seconds - reading, 0.0) * (size / SCREEN_BYTES if window else 1.0) + reading
-        if scaled > SCREEN_FACTOR * max_cost * wall_s:
-            where = (f"{SCREEN_BYTES} bytes of input {record.id}, {scaled / wall_s:.0%} of its run scaled to its "
-                     f"{size} bytes" if window else f"input {record.id} ({size} bytes), {scaled / wall_s:.0%} of its run")
-            out[fid] = (f"too expensive: {seconds * 1000:.1f} ms to count on {where} (limit {max_cost:.1%}; "
+        if fid in out:
+            continue
+        counting = min(first[fid], counted.get(fid, math.inf))
+        exponent = 1.0 if fid in over else growth(counting, smaller.get(fid, 0.0), window / smaller_window)
+        scaled = counting * (size / window) ** exponent + reading
+        grows = f" (time growing as size^{exponent:.1f})" if exponent > 1.2 else ""
+        on = (f"{window} bytes of input {record.id}, {scaled / wall_s:.0%} of its run scaled to its {size} bytes"
+              if window < size else f"input {record.id} ({size} bytes), {scaled / wall_s:.0%} of its run")
+        if scaled > budget_s:
+            out[fid] = (f"too expensive: {seconds * 1000:.1f} ms to count on {on}{grows} (limit {max_cost:.1%}; "
                         "not measured further)")
+        elif largest is not None and counting * (largest[1] / window) ** exponent > limit_s / 2:
+            projected = counting * (largest[1] / window) ** exponent
+            out[fid] = (f"too expensive: {seconds * 1000:.1f} ms to count on {on}{grows}; on input {largest[0]} "
+                        f"({largest[1]:.0f} bytes) it would take about {projected:.1f} s, over half the "
+                        f"{limit_s:.1f} s a count may take (not measured further)")
     return out
 
 

@@ -70,15 +70,17 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
     limit = max(COUNT_LIMIT_S, 5 * max(walls.values(), default=0.0))
     workdir = Path(spec.workdir)
     screened: dict[str, str] = {}
+    sizes = {i: _size(records[i], workdir) for i in train}
     if candidates and by_time:  # each first counted on a window of the median training input
         median = by_time[len(by_time) // 2]
-        screened = screen(candidates, records[median], workdir, walls[median], max_cost, limit)
+        largest = max(by_time, key=lambda i: sizes[i])
+        screened = screen(candidates, records[median], workdir, walls[median], max_cost, limit,
+                          largest=(largest, sizes[largest]))
         if screened:
             log(f"content features: {len(screened)} left out as too expensive on a window of input {median}")
     kept = [c for c in candidates if c.id not in screened]
     measured = measure(kept, [records[i] for i in by_time], workdir, limit, jobs=jobs) if kept else Measured()
     measured.dropped.update(screened)
-    sizes = {i: _size(records[i], workdir) for i in train}
     metrics = {m: {i: row[m] for i, row in train.items() if m in row} for m in ("wall_s", "cpu_s", "max_rss_kb")}
     chosen, reasons = choose(candidates, measured, metrics, walls, sizes, max_cost)
     if chosen:

@@ -12,18 +12,38 @@ from mantispy.runtime.monitor import PLAN_NAME
 
 from .plan import build_plan, locate_packages, plan_summary, write_plan
 
+KEY_NAME = "plan-key.txt"
+"""In a boot folder made by :func:`make_boot` with a key: the key its plan was made for."""
 
-def make_boot(folder: Path, plan: dict[str, Any]) -> Path:
-    """A boot folder: the backend's ``sitecustomize`` (which starts it in every Python process of the
-    program) beside the plan it reads. Returns ``folder``, the PYTHONPATH entry to put first."""
-    import shutil
 
+def _sitecustomize() -> Path:
     from mantispy.runtime import monitor_boot
 
+    return Path(monitor_boot.__file__).resolve().parent / "sitecustomize.py"
+
+
+def make_boot(folder: Path, plan: dict[str, Any], key: str | None = None) -> Path:
+    """A boot folder: the backend's ``sitecustomize`` (which starts it in every Python process of the
+    program) beside the plan it reads, and the plan's ``key`` (:func:`~.plan.plan_key`) when given.
+    Returns ``folder``, the PYTHONPATH entry to put first."""
+    import shutil
+
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(monitor_boot.__file__).resolve().parent / "sitecustomize.py", folder / "sitecustomize.py")
+    (folder / KEY_NAME).unlink(missing_ok=True)  # no key beside a half-written plan
+    shutil.copyfile(_sitecustomize(), folder / "sitecustomize.py")
     write_plan(plan, folder / PLAN_NAME)
+    if key is not None:
+        (folder / KEY_NAME).write_text(key, encoding="utf-8")
     return folder
+
+
+def boot_is_current(folder: Path, key: str) -> bool:
+    """Whether ``folder`` holds a whole boot folder made for ``key`` by this mantispy's run-time."""
+    try:
+        return ((folder / KEY_NAME).read_text(encoding="utf-8") == key and (folder / PLAN_NAME).is_file()
+                and (folder / "sitecustomize.py").read_bytes() == _sitecustomize().read_bytes())
+    except OSError:
+        return False
 
 
 class MonitoredLaunch:

@@ -91,6 +91,26 @@ def build_plan(src: Path, exclude: list[str] | None = None, packages: dict[str, 
             "packages": [{"root": str(folder), "files": planned} for folder, planned in by_root.items()]}
 
 
+def plan_key(src: Path, exclude: list[str] | None = None, packages: dict[str, Path] | None = None) -> str:
+    """What :func:`build_plan` reads, hashed: every ``.py`` file under ``src`` and under each package's
+    location, the exclusions, the locations, and the code that makes the plan (the instrumentor, whose
+    feature ids the plan places, and this module). Equal keys give equal plans."""
+    import hashlib
+
+    from mantispy import instrument
+
+    digest = hashlib.sha256(f"{PLAN_FORMAT}\0{PLAN_VERSION}\0{sorted(exclude or [])}\n".encode())
+    code = sorted(Path(instrument.__file__).resolve().parent.glob("*.py")) + [Path(__file__).resolve()]
+    trees = [("", Path(src).resolve())] + [(name, Path(where).resolve()) for name, where in sorted((packages or {}).items())]
+    for name, location in [("code", path) for path in code] + trees:
+        members = list(walk_sources(location)) if location.is_dir() else [location]
+        digest.update(f"{name}\0{location}\n".encode())
+        for path in sorted(members):
+            if path.suffix == ".py":
+                digest.update(f"{path}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
 def _plan_files(root: Path, files: list[Path], exclude: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for path in files:
