@@ -175,7 +175,6 @@ def print_validation(record: BuildRecord) -> None:
     for line in build_verdicts(record):
         console.print(f"  {line}", highlight=False)
     ev = record.evaluator or EvaluatorRecord()
-    fid = ev.fidelity
     if ev.median_fraction is not None and ev.warm_startup_s is not None:
         cold = ev.cold_median_fraction
         console.print(f"evaluator cost: median {ev.median_fraction:.1%} of the run time (max {pct(ev.max_fraction)}) "
@@ -190,15 +189,37 @@ def print_validation(record: BuildRecord) -> None:
     if ev.input_check:
         console.print(f"input check: no model uses a program feature; the package runs the evaluator of {ev.input_check} "
                       "only to check that the program accepts each input")
-    inputs = fid.get("inputs", 0)
-    console.print(f"evaluator fidelity: {fid.get('agreed', 0)} of {inputs * fid.get('features', 0)} feature values agree "
-                  f"with the instrumented program on {inputs} held-out input(s)"
-                  + (f"; {len(ev.failures)} input(s) failed" if ev.failures else ""))
+    console.print(fidelity_line(ev), highlight=False)
     fits = [r for r in record.rounds if not r.get("lookahead")]
     judged = len(record.verdicts)
     console.print(f"cost loop: {len(fits)} fit round(s) (" + ", ".join(
         f"{m}: {sum(1 for r in fits if r['metric'] == m)}" for m in record.metrics) + f"); {judged} evaluator(s) judged, "
         f"{sum(1 for v in record.verdicts.values() if v.get('status') == 'cheap')} cheap")
+
+
+def fidelity_line(ev: EvaluatorRecord) -> str:
+    """The validation's fidelity in one line, by what each value was checked against: an evaluator's program
+    features against the instrumented program, content and sampled features against the build's own counts."""
+    fid = ev.fidelity
+    inputs = fid.get("inputs", 0)
+    content = set(fid.get("content_features") or [])
+    sampled = set(fid.get("sampled_features") or [])
+    mismatches = fid.get("mismatches") or []
+    if fid.get("mismatch_count", len(mismatches)) != len(mismatches):  # not every mismatch listed: the total only
+        line = (f"fidelity: {fid.get('agreed', 0)} of {inputs * fid.get('features', 0)} feature values agree on "
+                f"{inputs} held-out input(s)")
+    else:
+        wrong = [m.get("feature") for m in mismatches]
+        program = fid.get("features", 0) - len(content) - len(sampled)
+        parts = []
+        for count, ids, what in ((program, None, "evaluator values agree with the instrumented program"),
+                                 (len(content), content, "content-feature counts agree with the build's"),
+                                 (len(sampled), sampled, "sampled-feature values agree with the build's")):
+            if count > 0:
+                bad = sum(1 for f in wrong if (f in ids if ids is not None else f not in content | sampled))
+                parts.append(f"{inputs * count - bad} of {inputs * count} {what}")
+        line = f"fidelity on {inputs} held-out input(s): " + ("; ".join(parts) if parts else "no feature to check")
+    return line + (f"; {len(ev.failures)} input(s) failed" if ev.failures else "")
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

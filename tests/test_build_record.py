@@ -115,3 +115,29 @@ def test_any_mutation_reads_back_or_fails_in_one_line(path, value):
         assert "\n" not in str(exc) and str(exc).startswith("build.json: ")
         return
     assert BuildRecord.from_dict(record.to_dict()) == record  # what was accepted is a record like any other
+
+
+def test_the_fidelity_line_says_what_each_kind_of_feature_was_checked_against():
+    """A build whose only features were content features printed "evaluator: none" and then "evaluator
+    fidelity: 56 of 56 feature values agree with the instrumented program": content counts are checked
+    against the build's own counts, and there was no evaluator."""
+    from mantispy.build_record import EvaluatorRecord
+    from mantispy.cli_build import fidelity_line
+
+    content_only = EvaluatorRecord(fidelity={"inputs": 56, "features": 1, "mismatches": [], "mismatch_count": 0,
+                                             "agreed": 56, "content_features": ["content:a.py:3:regex#1"],
+                                             "sampled_features": []})
+    assert fidelity_line(content_only) == ("fidelity on 56 held-out input(s): 56 of 56 content-feature counts agree "
+                                           "with the build's")
+    mixed = EvaluatorRecord(fidelity={"inputs": 10, "features": 3, "mismatch_count": 2, "agreed": 28,
+                                      "mismatches": [{"feature": "a.py:f:loop:1"}, {"feature": "sampled:a.py:f:loop:2"}],
+                                      "content_features": ["content:a.py:3:regex#1"],
+                                      "sampled_features": ["sampled:a.py:f:loop:2"]},
+                            failures=[{"input_id": "x"}])
+    assert fidelity_line(mixed) == ("fidelity on 10 held-out input(s): 9 of 10 evaluator values agree with the "
+                                    "instrumented program; 10 of 10 content-feature counts agree with the build's; "
+                                    "9 of 10 sampled-feature values agree with the build's; 1 input(s) failed")
+    truncated = EvaluatorRecord(fidelity={"inputs": 10, "features": 10, "mismatch_count": 60, "agreed": 40,
+                                          "mismatches": [{"feature": "a.py:f:loop:1"}] * 50})
+    assert fidelity_line(truncated) == "fidelity: 40 of 100 feature values agree on 10 held-out input(s)"
+    assert fidelity_line(EvaluatorRecord()) == "fidelity on 0 held-out input(s): no feature to check"
