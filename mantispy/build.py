@@ -64,11 +64,10 @@ from mantispy.modeling.fitting import (
     split_inputs,
     split_problem,
     with_extra_features,
-    work_fallback,
 )
 from mantispy.modeling.spore import ModelingError
 from mantispy.modeling.work import MEASURED as WORK_MEASURED
-from mantispy.modeling.work import WORK_METRIC
+from mantispy.modeling.work import WORK_METRIC, work_fallback
 from mantispy.outputs import OutputError, check_folder, is_predictor, refuse_overlap
 from mantispy.profiler import environment_fingerprint, profile
 from mantispy.runtime.content import CONTENT_PREFIX

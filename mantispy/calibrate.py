@@ -21,6 +21,7 @@ from typing import Any
 
 from mantispy.build_record import BuildRecord, BuildRecordError
 from mantispy.core.launch import program_argv
+from mantispy.modeling.work import work_fallback
 from mantispy.profiler import RunTask, environment_fingerprint, execute
 
 
@@ -54,8 +55,8 @@ def calibrate(folder: Path, module, repeats: int = 3, log: Callable[[str], None]
     models = json.loads((folder / "models.json").read_text(encoding="utf-8"))["metrics"]
     work_metrics = [m for m, model in models.items() if model.get("work")]
     if not work_metrics:
-        fallback = (models.get("work_s") or {}).get("training", {}).get("work_fallback")
-        if isinstance(fallback, dict):
+        fallback = work_fallback(models.get("work_s") or {})
+        if fallback is not None:
             raise CalibrationError(f"{folder}: nothing to calibrate: {fallback.get('reason')}, so it is in this "
                                    "build machine's seconds")
         raise CalibrationError(f"{folder}: no work_s model to calibrate; build with --metric work")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from mantispy.build_record import BuildRecord
 from mantispy.modeling.selection import coverage_range
+from mantispy.modeling.work import work_fallback
 
 NOISE_FACTOR = 1.5
 """An error within this factor of the noise floor is "at the noise floor"."""
@@ -22,7 +23,7 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     validation = data.validation
     error = validation.get("median_rel_error")
     said: list[str] = []
-    fallback = (model.get("training") or {}).get("work_fallback")
+    fallback = work_fallback(model)
     if isinstance(fallback, dict) and isinstance(fallback.get("reason"), str):
         said.append(f"{metric}: {fallback['reason']} (on this machine: mantispy calibrate does not apply)")
     if model.get("method") == "constant":

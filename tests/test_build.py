@@ -22,7 +22,7 @@ from mantispy.build import BuildOptions, build
 from mantispy.build_record import BuildRecord
 from mantispy.cli_build import load_predictor, print_validation
 from mantispy.modeling import artefact
-from mantispy.modeling.fitting import work_fallback
+from mantispy.modeling.work import work_fallback
 
 HERE = Path(__file__).resolve().parent
 PROGRAM = HERE / "programs" / "batchjob"
@@ -186,10 +186,10 @@ def test_after_one_work_s_fit_fell_back_the_later_ones_fit_cpu_time_straight_awa
                                  sampling_gates={}, content_columns={}, content=None, work_fallback=None)
     campaign = types.SimpleNamespace(name="c")
     first = build_module.Builder.fit(host, None, campaign, "work_s", set(), sensitivity=False)
-    assert asked == ["work_s"] and host.work_fallback == fallback and build_module.work_fallback(first) == fallback
+    assert asked == ["work_s"] and host.work_fallback == fallback and work_fallback(first) == fallback
     later = build_module.Builder.fit(host, None, campaign, "work_s", {"x"}, sensitivity=True)
     assert asked == ["work_s", "cpu_s"]  # no second selection on the work target
-    assert later["metric"] == "work_s" and build_module.work_fallback(later) == fallback
+    assert later["metric"] == "work_s" and work_fallback(later) == fallback
     build_module.Builder.fit(host, None, campaign, "cpu_s", set(), sensitivity=False)
     assert asked[-1] == "cpu_s"
 

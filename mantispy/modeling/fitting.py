@@ -379,11 +379,6 @@ def _measured_instead_of_work(store: RunStore, campaign_name: str | None, reques
                                  "reason": reason})
 
 
-def work_fallback(model: dict[str, Any]) -> dict[str, Any] | None:
-    """A ``work_s`` model's ``training.work_fallback`` (why it is a model of CPU time), or None."""
-    return (model.get("training") or {}).get("work_fallback")
-
-
 def as_work_model(cpu_model: dict[str, Any], fallback: dict[str, Any]) -> dict[str, Any]:
     """A model of CPU time standing in for ``work_s`` (a copy; ``fallback``: why, as
     :func:`_measured_instead_of_work` records it)."""

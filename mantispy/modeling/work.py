@@ -78,3 +78,10 @@ def add_work(frame, manifest: dict[str, Any] | None, train_ids: list[str]) -> tu
     frame = frame.copy()
     frame[f"metric:{WORK_METRIC}"] = work
     return frame, weights
+
+
+def work_fallback(model: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``work_s`` model's ``training.work_fallback`` (why it is a model of CPU time instead), or None."""
+    training = model.get("training")
+    fallback = training.get("work_fallback") if isinstance(training, dict) else None
+    return fallback if isinstance(fallback, dict) else None
