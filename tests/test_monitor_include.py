@@ -150,7 +150,7 @@ def test_a_build_slices_an_included_packages_feature_and_ships_its_evaluator(tmp
     env = make_project(tmp_path)
     out = tmp_path / "predictor"
     proc = mantispy(["build", "campaign.toml", "-o", str(out), "--work", str(tmp_path / "work"), "--train-fraction",
-                     "0.5", "--metric", "cpu", "--repeats", "1", "--static", "--jobs", "2", "--max-cost", "0.3",
+                     "0.5", "--metric", "cpu", "--repeats", "3", "--static", "--jobs", "2", "--max-cost", "0.3",
                      "--no-input-features", "--no-content-features"], tmp_path, env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = json.loads((out / "build.json").read_text())
