@@ -703,7 +703,8 @@ class Builder:
         from mantispy.runtime import observed_calls as recorder
 
         version = hashlib.sha256(Path(recorder.__file__).read_bytes()).hexdigest()[:12]  # the recorder's format
-        return f"{instrument_tree_hash(spec.source_root)}:{version}:{','.join(sorted(r.id for r in spec.inputs))}"
+        # the slicing root: the source, or the view that holds the included packages as well
+        return f"{instrument_tree_hash(self.slicing_root)}:{version}:{','.join(sorted(r.id for r in spec.inputs))}"
 
     def cost_inputs(self, frame, train_ids: list[str]) -> list[dict[str, Any]]:
         """Training inputs to time evaluators on: the fastest, the median and the slowest (by wall time)."""

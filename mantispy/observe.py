@@ -29,9 +29,13 @@ def recording_argv(argv: list[str]) -> list[str]:
     return [argv[0], *LAUNCHER, *argv[1:]]
 
 
-def recording_env(root: Path, out: Path) -> dict[str, str]:
-    """Environment entries that make the recorder write ``out`` for the program under ``root``."""
-    return {recorder.ENV_OUT: str(Path(out).resolve()), recorder.ENV_ROOT: str(Path(root).resolve())}
+def recording_env(root: Path, out: Path, packages: dict[str, Path] | None = None) -> dict[str, str]:
+    """Environment entries that make the recorder write ``out`` for the program under ``root`` and the
+    installed ``packages`` ({name: folder or module file}) it includes."""
+    env = {recorder.ENV_OUT: str(Path(out).resolve()), recorder.ENV_ROOT: str(Path(root).resolve())}
+    if packages:
+        env[recorder.ENV_PACKAGES] = json.dumps({name: str(where) for name, where in sorted(packages.items())})
+    return env
 
 
 def calls_file(store_path: Path, campaign: str) -> Path:
@@ -43,7 +47,9 @@ def observe_campaign(spec, store_path: Path, limit: int = 10, jobs: int = 1,
                      log: Callable[[str], None] = lambda _m: None) -> tuple[Path, dict[str, Any]]:
     """Re-run up to ``limit`` of the campaign's inputs (spread over the list, in spec order) on the
     original source with the recorder on, untimed and unstored, and write their merged observations
-    (replacing earlier ones) to :func:`calls_file`. Returns (that path, the document)."""
+    (replacing earlier ones) to :func:`calls_file`. The installed packages a bytecode-backend campaign
+    includes are recorded too, named as in its view. Returns (that path, the document)."""
+    from mantispy.monitoring.view import package_locations
     from mantispy.profiler import ORIGINAL, make_task, run_tasks
 
     inputs = list(spec.inputs)
@@ -52,12 +58,13 @@ def observe_campaign(spec, store_path: Path, limit: int = 10, jobs: int = 1,
         inputs = [inputs[int(i * step)] for i in range(limit)]
     dest = calls_file(store_path, spec.name)
     root = spec.source_root
+    packages = package_locations(spec)
     with tempfile.TemporaryDirectory(prefix="mantis-calls-") as tmp:
         raw = Path(tmp) / "calls.json"
         tasks = []
         for record in inputs:
             task = make_task(spec, record, 0, ORIGINAL, root)
-            tasks.append(replace(task, argv=recording_argv(task.argv), env={**task.env, **recording_env(root, raw)},
+            tasks.append(replace(task, argv=recording_argv(task.argv), env={**task.env, **recording_env(root, raw, packages)},
                                  timeout=spec.timeout * 5))
         done = []
         for result in run_tasks(tasks, jobs):

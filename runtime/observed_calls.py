@@ -27,6 +27,9 @@ code outside the program are disabled on their first event); 3.11 uses ``sys.set
 Use: ``python -m mantispy.runtime.observed_calls SCRIPT|-m MODULE ARGS...`` with ``MANTIS_CALLS_OUT``
 (the JSON file to write at exit) and ``MANTIS_CALLS_ROOT`` (the program's root folder; default: the
 script's folder, or the current folder for ``-m``) in the environment, or :func:`start` in-process.
+``MANTIS_CALLS_PACKAGES`` (a JSON object {name: folder or module file}) records installed packages too,
+their files named as if each package were copied to the top of the program root (``sqlparse/sql.py``),
+as a bytecode-backend campaign with ``[instrument] include`` names their features.
 The file is merged with what it already holds (several runs, several processes); a file observed
 with different contents (its sha256) in an earlier run replaces the earlier observations.
 
@@ -49,6 +52,10 @@ ENV_OUT = "MANTIS_CALLS_OUT"
 ENV_ROOT = "MANTIS_CALLS_ROOT"
 """Environment variable: the program's root folder (only files under it are recorded)."""
 
+ENV_PACKAGES = "MANTIS_CALLS_PACKAGES"
+"""Environment variable: JSON {package name: its folder, or its module file}: installed packages whose
+files are recorded too, named ``NAME/...`` (``NAME.py`` for a single module) as if copied to the root."""
+
 FORMAT = "mantispy-observed-calls"
 VERSION = 1
 
@@ -63,8 +70,12 @@ class Recorder:
     """The observations of one process. Hot paths keep ids of code objects (hashing a code object
     is not cheap); every code object seen is kept alive in ``_where`` so that its id stays unique."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, packages: dict[str, str] | None = None) -> None:
         self.root = os.path.realpath(root)
+        # (real location, is a folder, the name its files get under the root), for included packages
+        self.packages = [(os.path.realpath(where), os.path.isdir(where), name)
+                         for name, where in sorted((packages or {}).items())]
+        self._real: dict[str, str] = {}  # rel file -> the file it was read from (for its sha256)
         self.cwd = os.getcwd()
         self.api = "sys.monitoring" if sys.version_info >= (3, 12) else "setprofile"
         self._where: dict[int, tuple] = {}  # id(code) -> (code, rel file or None)
@@ -88,8 +99,21 @@ class Recorder:
                 rel = path[len(self.root) + 1:].replace(os.sep, "/")
                 if rel.startswith(".mantis/"):  # a standalone run-time copy inside an instrumented build
                     rel = None
+            elif path.endswith(".py"):
+                rel = self._package_rel(path)
+            if rel is not None:
+                self._real[rel] = path
         self._files[filename] = rel
         return rel
+
+    def _package_rel(self, path: str) -> str | None:
+        """The name of an included package's file under the root (``NAME/sub/mod.py``), or None."""
+        for where, folder, name in self.packages:
+            if folder and path.startswith(where + os.sep):
+                return name + "/" + path[len(where) + 1:].replace(os.sep, "/")
+            if not folder and path == where:
+                return name + ".py"
+        return None
 
     def _learn(self, code) -> tuple:
         self._where[id(code)] = (code, None)  # placeholder first: _rel runs Python code
@@ -247,7 +271,7 @@ class Recorder:
                 uncreated.add((rel, code.co_qualname, code.co_firstlineno))
         files = {}
         for rel in sorted({c[0] for c in calls} | {c[5] for c in calls} | {s[0] for s in started}):
-            files[rel] = _sha256_of(os.path.join(self.root, rel))
+            files[rel] = _sha256_of(self._real.get(rel) or os.path.join(self.root, rel))
         data = empty(self.root)
         data["files"] = files
         data["runs"] = [{"argv": list(sys.argv[1:]), "python": sys.version.split()[0], "api": self.api,
@@ -369,12 +393,13 @@ _MethodType = types.MethodType
 _recorder: Recorder | None = None
 
 
-def start(root: str, out: str | None = None) -> Recorder:
-    """Start recording calls among the files under ``root``; with ``out``, merge the observations into
-    that JSON file when the process exits. Returns the process's recorder (one per process)."""
+def start(root: str, out: str | None = None, packages: dict[str, str] | None = None) -> Recorder:
+    """Start recording calls among the files under ``root`` (and those of ``packages``: see
+    :data:`ENV_PACKAGES`); with ``out``, merge the observations into that JSON file when the process
+    exits. Returns the process's recorder (one per process)."""
     global _recorder
     if _recorder is None:
-        _recorder = Recorder(root)
+        _recorder = Recorder(root, packages)
     _recorder.start()
     if out:
         target = os.path.abspath(out)
@@ -391,6 +416,23 @@ def start(root: str, out: str | None = None) -> Recorder:
     return _recorder
 
 
+def _packages_from_env() -> dict[str, str]:
+    """:data:`ENV_PACKAGES` read (an unreadable value records no package, with a warning)."""
+    import json
+
+    text = os.environ.get(ENV_PACKAGES)
+    if not text:
+        return {}
+    try:
+        packages = json.loads(text)
+    except ValueError:
+        packages = None
+    if not isinstance(packages, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in packages.items()):
+        _warn(f"{ENV_PACKAGES} is not a JSON object of package names and locations; no package is recorded")
+        return {}
+    return packages
+
+
 def main(argv: list[str]) -> None:
     """``python -m mantispy.runtime.observed_calls SCRIPT|-m MODULE ARGS...``: run the program like the
     interpreter would, with recording on (see the module docstring)."""
@@ -399,17 +441,18 @@ def main(argv: list[str]) -> None:
     if not argv or (argv[0] == "-m" and len(argv) < 2):
         sys.exit("usage: python -m mantispy.runtime.observed_calls SCRIPT|-m MODULE ARGS...")
     out = os.environ.get(ENV_OUT)
+    packages = _packages_from_env()
     if argv[0] == "-m":
         root = os.environ.get(ENV_ROOT) or os.getcwd()
         sys.argv = [argv[1], *argv[2:]]
-        start(root, out)
+        start(root, out, packages)
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
     else:
         script = os.path.abspath(argv[0])
         root = os.environ.get(ENV_ROOT) or os.path.dirname(script)
         sys.argv = [argv[0], *argv[1:]]
         sys.path[0] = os.path.dirname(script)
-        start(root, out)
+        start(root, out, packages)
         runpy.run_path(script, run_name="__main__")
 
 

@@ -259,3 +259,23 @@ def test_the_plan_is_made_again_only_when_what_it_reads_changed(tmp_path, monkey
     (boot / "plan.json").unlink()  # a boot folder without its plan is made again
     prepare_build(load_spec(tmp_path / "campaign.toml"), said.append)
     assert (boot / "plan.json").is_file()
+
+
+def test_observed_calls_cover_the_included_package_under_its_name_in_the_view(tmp_path):
+    """``mantispy profile --observe-calls`` on the monitored campaign records the calls made in and to the
+    included package (installed outside the source), its files named as in the campaign's view
+    (``tallylib/core.py``) with the sha256 of the installed files, which the view's copies share: hybrid
+    slicing of the package's features has observations to work with."""
+    import hashlib
+
+    env = make_project(tmp_path, count=3)
+    proc = mantispy(["profile", "campaign.toml", "--store", "runs.db", "-q", "--observe-calls"], tmp_path, env,
+                    timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "runs.db.tally.calls.json").read_text())
+    core = hashlib.sha256((tmp_path / "site" / "tallylib" / "core.py").read_bytes()).hexdigest()
+    assert data["files"].get("tallylib/core.py") == core, data["files"]
+    callees = {(call[5], call[6]) for call in data["calls"]}
+    assert {("tallylib/core.py", "read"), ("tallylib/core.py", "crunch")} <= callees, callees
+    assert any(s[0] == "tallylib/core.py" for s in data["reached"])  # call sites inside the package ran
+    assert not any(f.startswith(("site/", "/")) for f in data["files"])
