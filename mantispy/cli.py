@@ -924,6 +924,10 @@ def _hybrid_session(session, observed_calls: Path):
         raise UserError(str(exc)) from None
 
 
+CALLS_SHOWN = 20
+"""Kept calls ``mantispy slice`` lists (a package's slice keeps thousands; slice.json has them all)."""
+
+
 @cli.command(name="slice")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.option("--entry", required=True, help="How the program starts: SCRIPT.py, '-m module' or module:function.")
@@ -931,9 +935,14 @@ def _hybrid_session(session, observed_calls: Path):
 @click.option("-o", "--out", "out", default=None, type=click.Path(path_type=Path), help="Write the evaluator here.")
 @click.option("--observed-calls", "observed_calls", default=None, type=click.Path(path_type=Path),
               help="Observed calls (mantispy run/profile): unresolved call sites take their observed callees.")
-def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None, observed_calls: Path | None = None) -> None:
+@click.option("--why", "why", default=None, metavar="FILE:LINE",
+              help="Print the chain of dependences that keeps this statement in the slice (FILE relative to SRC).")
+def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None, observed_calls: Path | None = None,
+              why: str | None = None) -> None:
     """Slice SRC down to what one feature counter depends on and emit an executable evaluator."""
     from mantispy.slicer.evaluators import EvaluatorError
+
+    why_at = _file_and_line(why) if why is not None else None
 
     if out is not None:
         from mantispy.outputs import OutputError, refuse_overlap
@@ -966,16 +975,44 @@ def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None, observed
         click.echo(f"hybrid slice: {result.statements_kept} statements kept, static slice: {static.statements_kept} "
                    "(validate it with mantispy fidelity --observed-calls before trusting it)")
         echo_observed(result, click.echo)
-    for call in result.calls:
+    for call in result.calls[:CALLS_SHOWN]:
         how = f" ({call['implicit']})" if call.get("implicit") else ""
         how += " (resolved: observed)" if call.get("resolved") == "observed" else ""
         click.echo(f"  call at {call['site']}{how}: {call['why']}")
+    if len(result.calls) > CALLS_SHOWN:
+        click.echo(f"  ... and {len(result.calls) - CALLS_SHOWN} more calls kept (see slice.json)")
     for site in result.unresolved[:5]:
         click.echo(f"  unresolved call kept conservatively: {site}")
     if len(result.unresolved) > 5:
         click.echo(f"  ... and {len(result.unresolved) - 5} more unresolved calls (see slice.json)")
     if report is not None:
         click.echo(f"evaluator written to {out}: python {out / 'evaluate.py'} ARGS...")
+    if why_at is not None:
+        _echo_why(session, feature_id, *why_at)
+
+
+def _file_and_line(text: str) -> tuple[str, int]:
+    """``--why FILE:LINE`` read; a UserError naming the option otherwise."""
+    file, _, line = text.rpartition(":")
+    if not file or not line.isdigit() or int(line) < 1:
+        raise UserError(f"--why {text!r}: give a file of the program and a line, like pkg/module.py:120")
+    return file.replace("\\", "/").removeprefix("./"), int(line)
+
+
+def _echo_why(session, feature_id: str, file: str, line: int) -> None:
+    """The chain of dependences that keeps ``file:line`` in the slice of ``feature_id``, one step a line."""
+    from mantispy.slicer.explain import why_kept
+
+    if file not in session.program.by_path:
+        raise UserError(f"--why {file}:{line}: no such file in {session.program.root} (give its path relative to SRC)")
+    steps = why_kept(session.sdg, session.features[feature_id], file, line)
+    if steps is None:
+        click.echo(f"why {file}:{line}: not in the slice of {feature_id}")
+        return
+    click.echo(f"why {file}:{line} is in the slice of {feature_id}: {len(steps)} step(s), each depending on the next")
+    for step in steps:
+        where = f"{step.file}:{step.line}" if step.line is not None else (step.file or "")
+        click.echo(f"  {where:<40} {step.how:<28} {step.what}  [{step.unit}; pass {step.passes}]")
 
 
 @cli.command()

@@ -106,6 +106,7 @@ class SliceIndex:
                 if other in raise_hub:
                     edge(hub, raise_hub[other])
         self.size = first_raise_hub + len(raise_hub) + 1  # the last vertex is the criteria hub of a search
+        self._first_raise_hub = first_raise_hub
         summary_in, summary_out = self._summary_edges(sdg)  # both passes follow them
         src = np.concatenate([np.frombuffer(sources, dtype=np.int64), summary_out, n + summary_out])
         dst = np.concatenate([np.frombuffer(targets, dtype=np.int64), summary_in, n + summary_in])
@@ -161,11 +162,8 @@ class SliceIndex:
         key = tuple(np.unique(self._components[starts]).tolist())
         mask = self._masks.get(key)
         if mask is None:
-            indices = np.concatenate([self._indices, starts])
-            indptr = self._indptr.copy()
-            indptr[-1] = len(indices)
-            graph = csr_matrix((self._data[: len(indices)], indices, indptr), shape=(self.size, self.size))
-            reached = breadth_first_order(graph, self.size - 1, directed=True, return_predecessors=False)
+            reached = breadth_first_order(self._search_graph(starts), self.size - 1, directed=True,
+                                          return_predecessors=False)
             full = np.zeros(self.size, dtype=bool)
             full[reached] = True
             mask = full[self.n: 2 * self.n].copy()
@@ -174,6 +172,35 @@ class SliceIndex:
                 self._masks.pop(next(iter(self._masks)))
             self._masks[key] = mask
         return key, mask
+
+    def _search_graph(self, starts: np.ndarray) -> csr_matrix:
+        """The product graph with its last vertex (the criteria hub) pointing at ``starts``."""
+        indices = np.concatenate([self._indices, starts.astype(np.int32)])
+        indptr = self._indptr.copy()
+        indptr[-1] = len(indices)
+        return csr_matrix((self._data[: len(indices)], indices, indptr), shape=(self.size, self.size))
+
+    def chain(self, criteria: Iterable[Node], targets: Iterable[Node]) -> list[tuple[Node | str, int]] | None:
+        """The shortest chain of dependences by which the slice of ``criteria`` reaches one of ``targets``
+        (the slice's own search, with predecessors): ``(node, pass)`` steps from a criterion to the target,
+        ``pass`` 1 or 2 as in the module docstring; a rule's hub vertex is ``("hub", "runtime-call")`` or
+        ``("hub", "raise")``. None when no target is in the slice."""
+        starts = np.unique(np.fromiter((self.ids[c] for c in criteria), dtype=np.int32))
+        order, predecessors = breadth_first_order(self._search_graph(starts), self.size - 1, directed=True,
+                                                  return_predecessors=True)
+        wanted = {self.n + self.ids[t] for t in targets if t in self.ids}
+        found = next((i for i in order if i in wanted), None)
+        if found is None:
+            return None
+        steps: list[tuple[Node | str, int]] = []
+        i = int(found)
+        while i != self.size - 1 and i >= 0:
+            if i < 2 * self.n:
+                steps.append((self.nodes[i % self.n], 1 if i < self.n else 2))
+            else:
+                steps.append((("hub", "runtime-call" if i < self._first_raise_hub else "raise"), 0))
+            i = int(predecessors[i])
+        return steps[::-1]
 
     def slices_of_many(self, criteria_sets: list[Iterable[Node]]) -> Iterator[tuple[list[int], tuple[int, ...], np.ndarray]]:
         """The slices of many criteria sets, each distinct slice once: (positions in ``criteria_sets`` of
