@@ -954,6 +954,8 @@ def slice_cmd(src: Path, entry: str, feature_id: str, out: Path | None, observed
     session = _slice_session(src, entry)
     for problem in session.program.problems:
         click.echo(str(problem), err=True)
+    if why_at is not None and why_at[0] not in session.program.by_path:
+        raise UserError(f"--why {why}: no such file in {session.program.root} (give its path relative to SRC)")
     static = None
     if observed_calls is not None:
         static, session = session, _hybrid_session(session, observed_calls)
@@ -1003,8 +1005,6 @@ def _echo_why(session, feature_id: str, file: str, line: int) -> None:
     """The chain of dependences that keeps ``file:line`` in the slice of ``feature_id``, one step a line."""
     from mantispy.slicer.explain import why_kept
 
-    if file not in session.program.by_path:
-        raise UserError(f"--why {file}:{line}: no such file in {session.program.root} (give its path relative to SRC)")
     steps = why_kept(session.sdg, session.features[feature_id], file, line)
     if steps is None:
         click.echo(f"why {file}:{line}: not in the slice of {feature_id}")

@@ -32,7 +32,7 @@ def why_kept(sdg: SDG, feature: dict, file: str, line: int) -> list[Step] | None
     """The chain from ``feature``'s criterion to a vertex of ``file`` whose source spans ``line``; None
     when the slice keeps none."""
     index = SliceIndex.of(sdg)
-    targets = _statements_at(sdg, index.nodes, file, line)
+    targets = _statements_at(sdg, file, line)
     chain = index.chain(criterion_nodes(sdg, feature), targets) if targets else None
     if chain is None:
         return None
@@ -47,14 +47,16 @@ def why_kept(sdg: SDG, feature: dict, file: str, line: int) -> list[Step] | None
     return steps
 
 
-def _statements_at(sdg: SDG, nodes: list[Node], file: str, line: int) -> list[Node]:
+def _statements_at(sdg: SDG, file: str, line: int) -> list[Node]:
     """The vertices of ``file`` that start on ``line``; else the innermost that span it (a line inside a
     parenthesised expression)."""
     spans = {}
-    for node in nodes:
-        where = sdg.span_of(node) if node[0] == "v" else None
-        if where is not None and where[0] == file and where[1][0] <= line <= where[1][2]:
-            spans[node] = where[1]
+    for key, proc in sdg.procs.items():
+        if key[0] != file:
+            continue
+        for vertex in proc.cfg.vertices.values():
+            if vertex.span is not None and vertex.span[0] <= line <= vertex.span[2]:
+                spans[sdg.vertex(key, vertex.id)] = vertex.span
     starting = [node for node, span in spans.items() if span[0] == line]
     if starting or not spans:
         return starting
