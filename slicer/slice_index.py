@@ -180,7 +180,7 @@ class SliceIndex:
         indptr[-1] = len(indices)
         return csr_matrix((self._data[: len(indices)], indices, indptr), shape=(self.size, self.size))
 
-    def chain(self, criteria: Iterable[Node], targets: Iterable[Node]) -> list[tuple[Node | str, int]] | None:
+    def chain(self, criteria: Iterable[Node], targets: Iterable[Node]) -> list[tuple[Node, int]] | None:
         """The shortest chain of dependences by which the slice of ``criteria`` reaches one of ``targets``
         (the slice's own search, with predecessors): ``(node, pass)`` steps from a criterion to the target,
         ``pass`` 1 or 2 as in the module docstring; a rule's hub vertex is ``("hub", "runtime-call")`` or
@@ -192,7 +192,7 @@ class SliceIndex:
         found = next((i for i in order if i in wanted), None)
         if found is None:
             return None
-        steps: list[tuple[Node | str, int]] = []
+        steps: list[tuple[Node, int]] = []
         i = int(found)
         while i != self.size - 1 and i >= 0:
             if i < 2 * self.n:
