@@ -49,6 +49,7 @@ from .dataflow import (
     ATTR_PREFIX,
     ELEMENT_GETTERS,
     RET,
+    UNMODELLED_CALLS,
     Access,
     Scopes,
     accesses,
@@ -1973,7 +1974,10 @@ def _same_statement_effects(sdg: SDG, proc: Procedure, node) -> None:
     may read: ``walk(direct(argv))``, where ``direct`` sets a field that ``walk`` reads, and
     ``direct(argv).items``. Reaching definitions are per statement, so they cannot show this. A call
     nested in another's arguments runs before it; any other order is possible (a loop runs the
-    statement again)."""
+    statement again, through reaching definitions). The statement's own reads inside a call's
+    arguments happen before the call (``main(sys.argv[1])`` reads ``.argv`` before ``main`` writes
+    anything), so only a read named elsewhere in the statement depends on what the call writes
+    (:func:`_names_read_after`)."""
     file = proc.key[0]
     by_vertex: dict[int, list[CallRecord]] = defaultdict(list)
     for call in proc.calls:
@@ -1984,14 +1988,69 @@ def _same_statement_effects(sdg: SDG, proc: Procedure, node) -> None:
             mod = _call_mod(sdg, first)
             if not mod:
                 continue
+            after = _names_read_after(proc.cfg.vertices[vid], first)
             for loc in mod:
-                if local_form(loc, file) in uses:
-                    sdg.add_edge(sdg.actual("aout", first, loc), node(vid), "data", loc)
+                local = local_form(loc, file)
+                if local not in uses:
+                    continue
+                name = _location_name(local)
+                if after is not None and name is not None and name not in after:
+                    continue  # read only inside the call's own expression, before the call ran
+                sdg.add_edge(sdg.actual("aout", first, loc), node(vid), "data", loc)
             for later in calls:
                 if later is first or _nested_in(later, first):
                     continue
                 for loc in mod & _call_ref(sdg, later):
                     sdg.add_edge(sdg.actual("aout", first, loc), sdg.actual("ain", later, loc), "data", loc)
+
+
+# Simple statements whose parts outside a call are all evaluated where they stand (no body of their own).
+_EXPRESSION_STATEMENTS = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)
+_NESTED_UNITS = (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+# Names whose call reads variables or fields not named in the text (``super()`` reads ``__class__``).
+_READS_UNNAMED = frozenset(UNMODELLED_CALLS) | {"getattr", "hasattr", "dir", "attrgetter", "super"}
+
+
+def _names_read_after(vertex, call: CallRecord) -> set[str] | None:
+    """The names (variables, fields, constant keys) the statement of ``vertex`` may read after ``call``
+    returns: those named outside the call's expression, and those inside a lambda or comprehension among
+    its arguments (a generator argument is consumed while the call runs). None when that cannot be told
+    (an implicit call, a compound statement, a namespace read by ``globals()`` and the like): every read
+    may come after."""
+    stmt = vertex.node
+    if vertex.kind != "stmt" or not isinstance(stmt, _EXPRESSION_STATEMENTS) or call.implicit \
+            or not isinstance(call.node, ast.Call):
+        return None
+    inside = {id(n) for n in ast.walk(call.node)}
+    later = [n for n in ast.walk(stmt) if id(n) not in inside]
+    for unit in ast.walk(call.node):
+        if isinstance(unit, _NESTED_UNITS) and unit is not call.node:
+            later += ast.walk(unit)
+    names: set[str] = set()
+    for n in later:
+        if isinstance(n, ast.Name):
+            if n.id in _READS_UNNAMED:
+                return None
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            if n.attr in _READS_UNNAMED:
+                return None
+            names.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            names.add(n.value)
+        elif isinstance(n, ast.keyword) and n.arg is not None:
+            names.add(n.arg)
+    return names
+
+
+def _location_name(loc: tuple) -> str | None:
+    """The name a variable or field location goes by; None for any other location (it is never told
+    apart by name)."""
+    if loc[0] in ("var", "var@"):
+        return loc[-1]
+    if loc[0] == "attr" and loc != ATTR_ANY:
+        return loc[1]
+    return None
 
 
 def _nested_in(inner: CallRecord, outer: CallRecord) -> bool:

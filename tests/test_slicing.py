@@ -1363,6 +1363,51 @@ def test_a_call_reads_what_an_earlier_call_of_the_same_statement_wrote(tmp_path)
     assert store in kept_lines(session.slice("main.py:walk:loop:1"), "main.py")
 
 
+
+def test_a_call_does_not_depend_on_its_own_effects_through_its_arguments(tmp_path):
+    """Pygments' ``main(sys.argv[1])``: the statement reads field ``argv`` only to build the argument,
+    before ``main`` runs, yet it depended on every write of a field of that name ``main`` makes (and,
+    through "some field", on all of them), so counting a loop over the argument kept main's expensive
+    work. Uses inside a call's own arguments are evaluated before the call; what it writes reaches only
+    the uses after it (``direct(argv).items``, a generator argument it consumes, a later call)."""
+    root = write_program(tmp_path / "before", {
+        "main.py": '''
+            import sys
+
+
+            class Settings:
+                pass
+
+
+            def expensive(text):
+                total = 0
+                for ch in text * 50:
+                    total += ord(ch)
+                return total
+
+
+            def main(name):
+                count = 0
+                for ch in name:
+                    count += 1
+                result = Settings()
+                result.name = str(expensive(name))
+                print(count, result.name)
+
+
+            settings = Settings()
+            settings.name = sys.argv[1]
+            main(settings.name)
+        '''})
+    session = SliceSession(root, "main.py")
+    rows = check_fidelity(session, root, [["abc"], [""], ["xyzzy"]], ["main.py:main:loop:1"], cwd=root)
+    assert [(r.agreed, r.inputs) for r in rows] == [(3, 3)], [r.mismatches for r in rows]
+    kept = kept_lines(session.slice("main.py:main:loop:1"), "main.py")
+    assert line_of(root, "main.py", "settings.name = sys.argv[1]") in kept
+    assert line_of(root, "main.py", "total += ord(ch)") not in kept
+    assert line_of(root, "main.py", "result.name = str(expensive(name))") not in kept
+
+
 def test_a_list_filled_after_it_was_stored_in_a_field_fills_the_field(tmp_path):
     """PyYAML's representer: ``value = []; node = SequenceNode(tag, value)`` (whose ``__init__`` stores
     ``self.value = value``), then ``value.append(item)``; the serializer walks ``node.value``. The
