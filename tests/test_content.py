@@ -17,12 +17,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mantispy.content.choose import choose
-from mantispy.content.discover import alternation, candidates_from, read_probe_files, scanners_from
+from mantispy.content.discover import (
+    COUNTED_BYTES,
+    alternation,
+    byte_candidates,
+    candidates_from,
+    read_probe_files,
+    scanners_from,
+)
 from mantispy.content.measure import Measured, measure
-from mantispy.content.stage import offered_line
-from mantispy.content.types import ContentError, ContentFeature, ContentTable, read_table, table_from_json
+from mantispy.content.stage import describe, offered_line
+from mantispy.content.types import (
+    INPUT_FILES,
+    ContentError,
+    ContentFeature,
+    ContentTable,
+    feature_from_json,
+    read_table,
+    table_from_json,
+)
 from mantispy.runtime import regex_probe
-from mantispy.runtime.content import compile_feature, content_values, count_matches, feature_id
+from mantispy.runtime.content import compile_feature, content_values, count_matches, feature_id, literal_byte
 
 PROGRAM = '''\
 import argparse
@@ -398,6 +413,76 @@ def test_an_offered_scanner_supersedes_the_rules_compiled_at_its_place():
     assert reasons[scanner.id].startswith("too expensive")
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=300), extra=st.sampled_from([b"\\", b"\n", b"..", b"((", b"\xff,", b"*+?"]))
+def test_a_byte_candidate_counts_what_its_pattern_matches(data, extra):
+    """The ``bytes.count`` path gives the number of matches ``finditer`` finds, for every counted byte."""
+    data = data + extra
+    for cand in byte_candidates():
+        compiled = compile_feature(cand.runtime())
+        assert literal_byte(compiled) is not None, cand.pattern
+        assert count_matches(compiled, data) == sum(1 for _ in compiled.finditer(data)), cand.pattern
+
+
+def test_byte_candidates_are_the_newline_and_punctuation_and_never_a_pattern_with_flags():
+    cands = byte_candidates()
+    assert [c.pattern.encode("latin-1")[-1:] for c in cands] == [bytes([b]) for b in COUNTED_BYTES]
+    assert b"\n" in COUNTED_BYTES and b"," in COUNTED_BYTES and b"a" not in COUNTED_BYTES and b"7" not in COUNTED_BYTES
+    assert len({c.id for c in cands}) == len(cands) and all(c.id.startswith("content:input:0:byte#") for c in cands)
+    assert all(c.kind == "byte" and c.file == INPUT_FILES and c.line == 0 and c.bytes for c in cands)
+    assert literal_byte(re.compile(b",", re.IGNORECASE)) is None and literal_byte(re.compile(",")) is None
+    assert literal_byte(re.compile(rb"\d")) is None and literal_byte(re.compile(b".")) is None
+    comma = next(c for c in cands if c.pattern == ",")
+    assert feature_from_json(comma.__dict__) == comma
+    with pytest.raises(ContentError, match="parts"):
+        feature_from_json({**comma.__dict__, "parts": 2})
+    described = describe(ContentTable(key="k", candidates=[comma], values={}, seconds={}, chosen=[], reasons={}), comma.id)
+    assert "the byte b','" in described["detail"] and described["file"] == INPUT_FILES
+
+
+def test_byte_counts_are_offered_after_the_programs_own_patterns():
+    """Generic counts of the input come after what the program compiled: they fill the places its patterns
+    leave, most correlated first."""
+    ids = [str(n) for n in range(12)]
+    size = {i: float(1000 + 100 * n) for n, i in enumerate(ids)}
+    tokens = {i: float(50 + 37 * ((n * 7) % 12)) for n, i in enumerate(ids)}
+    commas = {i: float(20 + 11 * ((n * 5) % 12)) for n, i in enumerate(ids)}
+    cost = {i: 0.2 + tokens[i] / 100 + commas[i] / 50 for i in ids}
+    own = _candidate("tok")
+    comma, newline = (next(c for c in byte_candidates() if c.pattern == p) for p in (",", "\\\n"))
+    values = {i: {own.id: tokens[i], comma.id: commas[i], newline.id: size[i] / 40 + (n % 3)} for n, i in enumerate(ids)}
+    seconds = {i: {c: 0.0001 for c in values[i]} for i in ids}
+    chosen, reasons = choose([comma, newline, own], Measured(values, seconds), {"cpu_s": cost}, dict(cost), size,
+                             max_cost=0.05)
+    assert chosen[0] == own.id and comma.id in chosen, reasons
+    chosen, _ = choose([comma, newline, own], Measured(values, seconds), {"cpu_s": cost}, dict(cost), size,
+                       max_cost=0.05, limit=1)
+    assert chosen == [own.id]
+
+
+def test_byte_counts_that_say_nothing_beyond_the_size_are_not_offered():
+    """Judged as a group: where the size alone explains the cost as well, generic counts would only give a
+    fit on few inputs more columns to overfit (tabulate's and pyflakes' CPU models lost to the black box
+    with them); where they explain what the size does not (a parser whose cost per byte follows the input's
+    separators), they are offered."""
+    rng = np.random.default_rng(3)
+    ids = [str(n) for n in range(30)]
+    size = {i: float(rng.uniform(1e4, 1e6)) for i in ids}
+    commas = {i: size[i] * float(rng.uniform(0.01, 0.2)) for i in ids}
+    lines = {i: size[i] / 40 * float(rng.uniform(0.9, 1.1)) for i in ids}
+    comma, newline = (next(c for c in byte_candidates() if c.pattern == p) for p in (",", "\\\n"))
+    values = {i: {comma.id: commas[i], newline.id: lines[i]} for i in ids}
+    seconds = {i: {c: 1e-5 for c in values[i]} for i in ids}
+    by_size = {i: 0.05 + size[i] * 1e-6 * float(rng.uniform(0.95, 1.05)) for i in ids}
+    chosen, reasons = choose([comma, newline], Measured(values, seconds), {"cpu_s": by_size}, dict(by_size), size,
+                             max_cost=0.05)
+    assert chosen == [] and reasons[comma.id].startswith("the input's structure says little beyond its size")
+    by_commas = {i: 0.05 + commas[i] * 1e-5 * float(rng.uniform(0.95, 1.05)) for i in ids}
+    chosen, reasons = choose([comma, newline], Measured(values, seconds), {"cpu_s": by_commas}, dict(by_commas), size,
+                             max_cost=0.05)
+    assert comma.id in chosen and "cross-validated on the files' size and the byte counts" in reasons[comma.id]
+
+
 def _table() -> ContentTable:
     cand = _candidate(r"\w+")
     return ContentTable(key="k", candidates=[cand], values={"i1": {cand.id: 3.0}}, seconds={"i1": {cand.id: 0.01}},
@@ -570,8 +655,12 @@ def test_build_offers_sqlparse_regexes_as_content_features(sql_build):
     root, out, said = sql_build
     table = read_table(root / "work" / "content.json")
     assert "regular expression(s) of its own" in said and "offered to the models" in said
-    assert len(table.candidates) >= 20  # sqlparse's lexer compiles one regex per token rule
-    assert all(c.file.startswith("sqlparse/") for c in table.candidates)  # its own, not argparse's
+    own = [c for c in table.candidates if c.kind != "byte"]
+    assert len(own) >= 20  # sqlparse's lexer compiles one regex per token rule
+    assert all(c.file.startswith("sqlparse/") for c in own)  # its own, not argparse's
+    counted = {c.id for c in table.candidates if c.kind == "byte"}
+    assert len(counted) == len(COUNTED_BYTES) and "byte counts of the input files" in said
+    assert sum(counted <= set(row) for row in table.values.values()) == 8  # measured on every training input
     assert table.chosen, table.reasons
     ids = set(table.values)
     assert len(ids) == 16 and all(set(table.chosen) <= set(row) for row in table.values.values())
@@ -601,7 +690,7 @@ def test_a_model_using_content_features_predicts_from_its_package(sql_build, tmp
     for fid in used:  # a scanner or a single regex, whichever cross-validation kept, says which it is
         described, candidate = model["features"][fid], table.feature(fid)
         assert described["kind"] == "content" and candidate is not None
-        said = "alternation of the" if candidate.kind == "scanner" else "regular expression"
+        said = {"scanner": "alternation of the", "regex": "regular expression", "byte": "the byte"}[candidate.kind]
         assert said in described["detail"] and (described["file"], described["line"]) == (candidate.file, candidate.line)
     code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import predictor as p; "
             "print(json.dumps([p.predict([sys.argv[2]], cwd=sys.argv[3]), p.content_numbers([sys.argv[2]], cwd=sys.argv[3])]))")

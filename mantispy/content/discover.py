@@ -18,7 +18,7 @@ from pathlib import Path
 from mantispy.runtime import regex_probe
 from mantispy.runtime.content import feature_id
 
-from .types import ContentFeature
+from .types import INPUT_FILES, ContentFeature
 
 LAUNCHER = ["-m", "mantispy.runtime.regex_probe"]
 
@@ -97,6 +97,21 @@ def scanners_from(records: list[dict]) -> list[ContentFeature]:
         found.append(ContentFeature(id=feature_id(file, line, pattern, is_bytes, flags, kind="scanner"), pattern=pattern,
                                     bytes=is_bytes, flags=flags, file=file, line=line,
                                     qualname=str(best[0].get("qualname", "")), kind="scanner", parts=len(rules)))
+    return found
+
+
+COUNTED_BYTES = b"\n" + bytes(c for c in range(33, 127) if not chr(c).isalnum())
+"""The bytes offered as ``byte`` candidates: the newline and the ASCII punctuation (separators, brackets,
+quotes, operators: what a parser's work follows where letters and digits only make its tokens longer)."""
+
+
+def byte_candidates() -> list[ContentFeature]:
+    """One ``byte`` candidate per byte of :data:`COUNTED_BYTES`: its occurrences in the input files."""
+    found = []
+    for value in COUNTED_BYTES:
+        pattern = re.escape(bytes([value])).decode("latin-1")
+        found.append(ContentFeature(id=feature_id("input", 0, pattern, True, 0, kind="byte"), pattern=pattern,
+                                    bytes=True, flags=0, file=INPUT_FILES, line=0, qualname="", kind="byte"))
     return found
 
 

@@ -19,7 +19,7 @@ from . import choose as choosing
 from . import discover as discovering
 from . import measure as measuring
 from .choose import choose
-from .discover import discover
+from .discover import byte_candidates, discover
 from .measure import Measured, input_files, measure, screen
 from .types import ContentError, ContentTable, read_table
 
@@ -66,6 +66,10 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
     by_time = sorted(train, key=lambda i: train[i]["wall_s"])
     candidates = discover(spec, _spread(by_time, PROBE_INPUTS), jobs=jobs, log=log)
     log(f"content features: the program compiled {len(candidates)} regular expression(s) of its own")
+    bytes_counted = byte_candidates()
+    log(f"content features: and {len(bytes_counted)} byte counts of the input files (newline, punctuation) "
+        "are candidates too")
+    candidates = [*candidates, *bytes_counted]
     walls = {i: train[i]["wall_s"] for i in train}
     limit = max(COUNT_LIMIT_S, 5 * max(walls.values(), default=0.0))
     workdir = Path(spec.workdir)
@@ -148,7 +152,14 @@ def describe(table: ContentTable, fid: str) -> dict[str, Any]:
         return {}
     accepted = ("computed by the predictor at C speed, accepted by its correlation with the cost on the training "
                 "inputs and by counting again, not by equality with an instrumented counter; " + table.reasons.get(fid, ""))
-    if cand.kind == "scanner":
+    if cand.kind == "byte":
+        pattern = cand.pattern.encode("latin-1")
+        byte = pattern[1:] if len(pattern) == 2 else pattern  # re.escape's backslash
+        snippet = f"occurrences of {byte!r}"
+        detail = (f"how many times the byte {byte!r} occurs in the input files: a count of the input's structure "
+                  f"(separators, brackets, quotes, lines), not of the program's own patterns (a content feature: "
+                  f"{accepted})")
+    elif cand.kind == "scanner":
         snippet = f"scanner: the {cand.parts} patterns compiled here, tried in order"
         detail = (f"tokens of the program's own scanner in the input files: matches of the alternation of the {cand.parts} "
                   f"patterns {cand.file}:{cand.line} compiled, in the order it compiled them, as a lexer tries its rules "

@@ -22,9 +22,16 @@ class ContentError(ValueError):
     """A content artefact that cannot be read; the message names the field."""
 
 
-KINDS = ("regex", "scanner")
+KINDS = ("regex", "scanner", "byte")
 """``regex``: one pattern the program compiled; ``scanner``: the alternation, in the order the program
-compiled them, of the patterns one place compiled (a lexer's rules), counting the tokens it makes."""
+compiled them, of the patterns one place compiled (a lexer's rules), counting the tokens it makes;
+``byte``: one punctuation byte or the newline, counted in the input files whatever the program compiles
+(the input's structure: separators, brackets, quotes, lines), for programs whose own patterns are too
+few or too slow to count."""
+
+
+INPUT_FILES = "<input files>"
+"""The place of a ``byte`` candidate: it comes from no program file."""
 
 
 @dataclass(frozen=True)
@@ -40,9 +47,9 @@ class ContentFeature:
     flags: int
     """The compiled pattern's flags."""
     file: str
-    """The program file, relative to its root, whose code compiled it."""
+    """The program file, relative to its root, whose code compiled it (:data:`INPUT_FILES` for a ``byte``)."""
     line: int
-    """The line that compiled it."""
+    """The line that compiled it (0 for a ``byte``)."""
     qualname: str
     """The function (or ``<module>``) that compiled it."""
     kind: str = "regex"
@@ -109,8 +116,9 @@ def feature_from_json(data: Any, where: str = "candidate") -> ContentFeature:
     if kind not in KINDS:
         raise ContentError(f"{where}: field 'kind' must be one of {', '.join(KINDS)}, not {kind!r}")
     parts = _need(data, "parts", int, where) if "parts" in data else 1
-    if parts < 1 or (kind == "regex" and parts != 1):
-        raise ContentError(f"{where}: field 'parts' must be 1 for a regex and at least 1 for a scanner, not {parts}")
+    if parts < 1 or (kind in ("regex", "byte") and parts != 1):
+        raise ContentError(f"{where}: field 'parts' must be 1 for a regex or a byte and at least 1 for a scanner, "
+                           f"not {parts}")
     return ContentFeature(id=fid, pattern=_need(data, "pattern", str, where), bytes=_need(data, "bytes", bool, where),
                           flags=_need(data, "flags", int, where), file=_need(data, "file", str, where), line=line,
                           qualname=_need(data, "qualname", str, where), kind=kind, parts=parts)
