@@ -729,3 +729,20 @@ def test_the_content_tables_cache_key_changes_with_the_code_that_chooses(tmp_pat
             patch.setattr(module, "__file__", str(changed))
             assert stage._key("src", ["a", "b"], ["a"], 0.05) != before
     assert stage._key("src", ["a", "b"], ["a"], 0.05) == before
+
+
+def test_inputs_that_name_no_file_get_no_byte_candidates(tmp_path, monkeypatch):
+    """A campaign whose inputs are argv numbers alone has no bytes to count: its table lists none (the
+    wheel check's program, squares.py, had 33 candidates with nothing to judge)."""
+    from types import SimpleNamespace
+
+    from mantispy.content import stage
+
+    monkeypatch.setattr(stage, "discover", lambda spec, ids, jobs=1, log=None: [])
+    said: list[str] = []
+    records = [SimpleNamespace(id=f"n{k}", argv=[str(k)], files=[], kwargs=None) for k in range(6)]
+    spec = SimpleNamespace(inputs=records, workdir=str(tmp_path))
+    train = {r.id: {"wall_s": 0.1 + k / 100, "cpu_s": 0.1 + k / 100} for k, r in enumerate(records)}
+    table = stage.content_table(spec, tmp_path, "src", train, 0.05, log=said.append)
+    assert table.candidates == [] and table.chosen == []
+    assert not any("byte counts" in line for line in said)

@@ -66,15 +66,16 @@ def content_table(spec, work: Path, source_hash: str, train: dict[str, dict[str,
     by_time = sorted(train, key=lambda i: train[i]["wall_s"])
     candidates = discover(spec, _spread(by_time, PROBE_INPUTS), jobs=jobs, log=log)
     log(f"content features: the program compiled {len(candidates)} regular expression(s) of its own")
-    bytes_counted = byte_candidates()
-    log(f"content features: and {len(bytes_counted)} byte counts of the input files (newline, punctuation) "
-        "are candidates too")
-    candidates = [*candidates, *bytes_counted]
     walls = {i: train[i]["wall_s"] for i in train}
     limit = max(COUNT_LIMIT_S, 5 * max(walls.values(), default=0.0))
     workdir = Path(spec.workdir)
     screened: dict[str, str] = {}
     sizes = {i: _size(records[i], workdir) for i in train}
+    if any(sizes.values()):  # inputs that name no file have no bytes to count
+        bytes_counted = byte_candidates()
+        log(f"content features: and {len(bytes_counted)} byte counts of the input files (newline, punctuation) "
+            "are candidates too")
+        candidates = [*candidates, *bytes_counted]
     if candidates and by_time:  # each first counted on a window of the median training input
         median = by_time[len(by_time) // 2]
         largest = max(by_time, key=lambda i: sizes[i])
