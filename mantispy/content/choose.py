@@ -16,10 +16,11 @@ of them compete.
 
 At most ``limit`` are offered, scanners first, then the program's single patterns and then the input's
 byte counts (``byte`` candidates, generic where the program's patterns are its own), each the most
-correlated first; every other candidate gets its reason. An offered scanner supersedes the single patterns compiled at its place: their counts are parts
-of its count, and offering both gives a fit on tens of training inputs collinear columns to trade against
-each other (sqlparse, ten fresh train/test splits: mean CPU-time error 16.1 % with the lexer's rules beside
-its scanner, 14.6 % with this rule; the model better than the black box in 5 and 8 of them).
+correlated first; every other candidate gets its reason. An offered scanner supersedes the single
+patterns compiled at its place: their counts are parts of its count, and offering both gives a fit on
+tens of training inputs collinear columns to trade against each other (sqlparse, ten fresh train/test
+splits: mean CPU-time error 16.1 % with the lexer's rules beside its scanner, 14.6 % with this rule; the
+model better than the black box in 5 and 8 of them).
 Determinism (the same value when counted again) is checked by the build on its cost inputs.
 """
 
