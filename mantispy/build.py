@@ -237,28 +237,9 @@ class CostMeter:
 
     def _estimate(self, result) -> float | None:
         """The share of the program's loop iterations and calls (on the median cost input) that happen
-        in loops and functions the slice keeps; None if the run recorded none."""
+        in loops and functions the slice keeps (:func:`slice_work_share`); None if the run recorded none."""
         item = self.inputs[len(self.inputs) // 2]
-        features = self.session.features
-        work = _dynamic_work(features, item["features"])
-        total = sum(work.values())
-        if not total:
-            return None
-        kept_lines = {(f, span[0]) for f, spans in result.kept.items() for span in spans}
-        # Units the slice runs: those its module bodies reach through kept call sites (a kept body nothing
-        # in the slice calls, such as an escaping callback or the __init__ of a class the slice only names,
-        # is not counted, nor what its own calls reach: the estimate errs low, and then it is measured).
-        called = reached_units(result.calls, features)
-        kept = 0.0
-        for fid, count in work.items():
-            info = features[fid]
-            unit = (info["file"], info["qualname"])
-            runs = info["qualname"] == "<module>" or unit in called
-            if info["kind"] == "call":
-                kept += count if unit in called else 0.0
-            elif runs and (info["file"], info["span"][0]) in kept_lines:
-                kept += count
-        return kept / total
+        return slice_work_share(result, self.session.features, item["features"])
 
     def _save(self) -> None:
         data = {"key": self.cache_key, "verdicts": {f: dataclasses.asdict(v) for f, v in self.verdicts.items()}}
@@ -469,6 +450,30 @@ def reached_units(calls: list[dict[str, Any]], features: dict[str, dict[str, Any
             reached.add(unit)
             todo.extend(callees_of.get(unit, ()))
     return reached
+
+
+def slice_work_share(result, features: dict[str, dict[str, Any]], counts: dict[str, float]) -> float | None:
+    """The share of one run's loop iterations and calls (``counts``: feature id -> count) made in the
+    loops and functions a slice (:class:`~mantispy.slicer.slice_result.SliceResult`) keeps; None if the
+    run recorded none. Units the slice runs are those its module bodies reach through kept call sites (a
+    kept body nothing in the slice calls, such as an escaping callback or the ``__init__`` of a class the
+    slice only names, is not counted, nor what its own calls reach: the estimate errs low)."""
+    work = _dynamic_work(features, counts)
+    total = sum(work.values())
+    if not total:
+        return None
+    kept_lines = {(f, span[0]) for f, spans in result.kept.items() for span in spans}
+    called = reached_units(result.calls, features)
+    kept = 0.0
+    for fid, count in work.items():
+        info = features[fid]
+        unit = (info["file"], info["qualname"])
+        runs = info["qualname"] == "<module>" or unit in called
+        if info["kind"] == "call":
+            kept += count if unit in called else 0.0
+        elif runs and (info["file"], info["span"][0]) in kept_lines:
+            kept += count
+    return kept / total
 
 
 def _dynamic_work(features: dict[str, dict[str, Any]], counts: dict[str, float]) -> dict[str, float]:

@@ -93,18 +93,21 @@ class SliceSession:
         """Slice and write the evaluator of one feature; returns (SliceResult, EmitReport)."""
         return self.emit_combined([feature_id], out_dir, k, counts_on_failure=counts_on_failure)
 
-    def slice_combined(self, feature_ids: list[str], also: dict[str, list] | None = None) -> SliceResult:
-        """One slice for several features (shared work kept once)."""
+    def slice_combined(self, feature_ids: list[str], also: dict[str, list] | None = None,
+                       removed: set | None = None) -> SliceResult:
+        """One slice for several features (shared work kept once); ``removed``: SDG vertices cut out of
+        the program first (a truncated slice: see SliceIndex.slice_without)."""
         missing = [f for f in feature_ids if f not in self.features]
         if missing:
             raise EvaluatorError(f"{missing[0]}: no such feature in {self.program.root}; see mantispy instrument's manifest")
         try:
-            return SliceResult.from_dict(slice_features(self.sdg, [self.features[f] for f in feature_ids], self.entry, also))
+            return SliceResult.from_dict(slice_features(self.sdg, [self.features[f] for f in feature_ids], self.entry, also,
+                                                        removed))
         except CriterionError as exc:
             raise EvaluatorError(str(exc)) from None
 
     def emit_combined(self, feature_ids: list[str], out_dir: Path, k: int = 5, rounds: int = 8,
-                      counts_on_failure: bool = False):
+                      counts_on_failure: bool = False, removed: set | None = None):
         """Slice for and write one evaluator computing every feature of ``feature_ids`` in a single run of
         the sliced program; returns (SliceResult, EmitReport). ``evaluate_all`` in its evaluate.py gives
         {feature id: value}.
@@ -113,10 +116,11 @@ class SliceSession:
         (``Text = Token.Text``, a class a kept import names, the binding of a closure cell a kept
         statement reads); they run in the evaluator, so they are sliced for too (``Token.Text`` needs ``_TokenType.__getattr__``) and the evaluator emitted again,
         until the emitter adds nothing new (at most ``rounds`` times). ``counts_on_failure``: the evaluator
-        gives the counts of a run that fails (a sampled evaluator's: the program may fail on a cut file)."""
+        gives the counts of a run that fails (a sampled evaluator's: the program may fail on a cut file).
+        ``removed``: SDG vertices left out of every slice (a truncated evaluator, see :meth:`slice_combined`)."""
         also: dict[str, list] = {}
         for _ in range(rounds):
-            result = self.slice_combined(feature_ids, also)
+            result = self.slice_combined(feature_ids, also, removed)
             try:
                 report = emit_slice(self.program, result, out_dir, k, counts_on_failure=counts_on_failure,
                                     derived=self.derived_counts)

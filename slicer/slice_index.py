@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix
+from scipy.sparse import csr_matrix, diags
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .batch_reach import WORDS, CondensedReach
@@ -172,6 +172,41 @@ class SliceIndex:
                 self._masks.pop(next(iter(self._masks)))
             self._masks[key] = mask
         return key, mask
+
+    def slice_without(self, criteria: Iterable[Node], removed: Iterable[Node]) -> np.ndarray:
+        """The slice of ``criteria`` in the SDG less the statement vertices ``removed`` and the actual-in
+        and actual-out vertices of the calls they make: no dependence runs through them, and they are not
+        in the mask. What a truncated slice is (a statement cut out on purpose, such as the call into an
+        expensive phase of the program); it is not a sound slice of the program, so whatever it is used
+        for must be checked (benchmarks/bench_truncated.py measures it)."""
+        starts = np.unique(np.fromiter((self.ids[c] for c in criteria), dtype=np.int32))
+        actuals = self._actuals_by_statement()
+        gone_ids = [i for v in removed if v in self.ids for i in (self.ids[v], *actuals.get(v, ()))]
+        gone = np.unique(np.array(gone_ids, dtype=np.int64))
+        graph = self._search_graph(starts)
+        if len(gone):
+            keep = np.ones(self.size)
+            keep[gone] = 0.0
+            keep[gone + self.n] = 0.0
+            graph = (diags(keep) @ graph).tocsr()  # the removed vertices' rows emptied: nothing leaves them
+            graph.eliminate_zeros()
+        reached = breadth_first_order(graph, self.size - 1, directed=True, return_predecessors=False)
+        full = np.zeros(self.size, dtype=bool)
+        full[reached] = True
+        mask = full[self.n: 2 * self.n].copy()
+        mask[gone] = False
+        return mask
+
+    def _actuals_by_statement(self) -> dict[Node, list[int]]:
+        found = self.__dict__.get("_actuals")
+        if found is None:
+            found = defaultdict(list)
+            for i, node in enumerate(self.nodes[: self.n]):
+                if node[0] in ("ain", "aout"):
+                    caller, vertex, _ = node[1]
+                    found[("v", caller, vertex)].append(i)
+            self.__dict__["_actuals"] = found
+        return found
 
     def _search_graph(self, starts: np.ndarray) -> csr_matrix:
         """The product graph with its last vertex (the criteria hub) pointing at ``starts``."""

@@ -323,11 +323,12 @@ def iter_feature_slices(sdg: SDG, features: dict[str, dict[str, Any]],
 
 
 def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
-                   also: dict[str, list] | None = None) -> dict[str, Any]:
+                   also: dict[str, list] | None = None, removed: set[Node] | None = None) -> dict[str, Any]:
     """One slice for several features at once (the union of their criteria, sliced in one pass), as a
     predictor's combined evaluator needs it. The first feature fills the ``criterion*`` fields; all of
     them are listed under ``criteria``. ``also`` (file -> spans of statements) adds the statements the
-    emitter keeps for the names they bind to the criteria (see SliceSession.emit_combined)."""
+    emitter keeps for the names they bind to the criteria (see SliceSession.emit_combined). ``removed``:
+    SDG vertices cut out of the program first (a truncated slice, see SliceIndex.slice_without)."""
     if not features:
         raise CriterionError("no feature to slice for")
     criteria: set[Node] = set()
@@ -336,8 +337,12 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
     index = SliceIndex.of(sdg)
     for file, spans in (also or {}).items():
         criteria |= index.statement_vertices(file, spans)
-    key, mask = index.keyed_slice(criteria)
-    facts = index.facts(mask, key)
+    if removed:
+        mask = index.slice_without(criteria, removed)
+        facts = index.facts(mask)
+    else:
+        key, mask = index.keyed_slice(criteria)
+        facts = index.facts(mask, key)
     observed = _observed_in_slice(sdg, index, mask)
     feature = features[0]
     return {

@@ -2103,3 +2103,50 @@ def test_a_field_set_at_run_time_is_no_import_time_constant_though_a_module_of_i
     assert session.sdg.constant_defs.written_elsewhere is not None  # the shortcut is on
     rows = check_fidelity(session, root, [["2"], ["5"]], ["main.py:main:loop:1"], cwd=root)
     assert [(r.feature, r.reason) for r in rows if r.status != "sliceable"] == []
+
+
+def test_a_truncated_slice_leaves_out_what_only_the_removed_call_does(tmp_path):
+    """SliceIndex.slice_without (benchmarks/bench_truncated.py): the loop over ``items`` depends on
+    ``tidy(items)``, which sorts them in place, so its slice keeps ``tidy``; with that statement removed,
+    ``tidy``'s body and the statement go and the loop, its list and the arguments stay."""
+    from mantispy.slicer.slice_index import SliceIndex
+    from mantispy.slicer.slicing import criterion_nodes
+
+    root = write_program(tmp_path / "tidy", {
+        "main.py": '''
+            import sys
+
+
+            def tidy(items):
+                items.sort()
+                for item in items:
+                    item.strip()
+
+
+            def main(argv):
+                items = list(argv)
+                tidy(items)
+                count = 0
+                for item in items:
+                    count += 1
+                print(count)
+
+
+            main(sys.argv[1:])
+        '''})
+    session = SliceSession(root, "main.py")
+    feature = "main.py:main:loop:1"
+    full = kept_lines(session.slice(feature), "main.py")
+    call_line = line_of(root, "main.py", "    tidy(items)")
+    assert {line_of(root, "main.py", "items.sort()"), call_line} <= full
+    index = SliceIndex.of(session.sdg)
+    statement = next(v for v in index.nodes if v[0] == "v" and session.sdg.span_of(v) is not None
+                     and session.sdg.span_of(v)[1][0] == call_line and v[1] == ("main.py", "main"))
+    mask = index.slice_without(criterion_nodes(session.sdg, session.features[feature]), {statement})
+    kept = {session.sdg.span_of(v)[1][0] for v in index.nodes_of(mask) if session.sdg.span_of(v) is not None}
+    assert line_of(root, "main.py", "items.sort()") not in kept
+    assert call_line not in kept
+    loop_line = line_of(root, "main.py", "count += 1") - 1
+    assert {line_of(root, "main.py", "items = list(argv)"), loop_line} <= kept
+    truncated = kept_lines(session.slice_combined([feature], removed={statement}), "main.py")
+    assert call_line not in truncated and loop_line in truncated
