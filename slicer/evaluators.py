@@ -95,8 +95,8 @@ class SliceSession:
 
     def slice_combined(self, feature_ids: list[str], also: dict[str, list] | None = None,
                        removed: set | None = None) -> SliceResult:
-        """One slice for several features (shared work kept once); ``removed``: SDG vertices cut out of
-        the program first (a truncated slice: see SliceIndex.slice_without)."""
+        """One slice for several features (shared work kept once); ``removed``: statement vertices cut out
+        of the program first, with their calls' actuals (a truncated slice: see SliceIndex.slice_without)."""
         missing = [f for f in feature_ids if f not in self.features]
         if missing:
             raise EvaluatorError(f"{missing[0]}: no such feature in {self.program.root}; see mantispy instrument's manifest")
@@ -117,7 +117,7 @@ class SliceSession:
         statement reads); they run in the evaluator, so they are sliced for too (``Token.Text`` needs ``_TokenType.__getattr__``) and the evaluator emitted again,
         until the emitter adds nothing new (at most ``rounds`` times). ``counts_on_failure``: the evaluator
         gives the counts of a run that fails (a sampled evaluator's: the program may fail on a cut file).
-        ``removed``: SDG vertices left out of every slice (a truncated evaluator, see :meth:`slice_combined`)."""
+        ``removed``: statement vertices left out of every slice (a truncated evaluator, see :meth:`slice_combined`)."""
         also: dict[str, list] = {}
         for _ in range(rounds):
             result = self.slice_combined(feature_ids, also, removed)

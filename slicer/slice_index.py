@@ -121,6 +121,7 @@ class SliceIndex:
         self._masks: dict[tuple[int, ...], np.ndarray] = {}
         self._facts: dict[tuple[int, ...], dict[str, Any]] = {}
         self._condensed: CondensedReach | None = None
+        self._actuals: dict[Node, list[int]] | None = None  # statement -> its calls' actuals (slice_without)
         if len(self.nodes) != n:
             raise AssertionError("a slicing rule names a vertex outside the SDG's procedures")
         self._describe()
@@ -198,15 +199,14 @@ class SliceIndex:
         return mask
 
     def _actuals_by_statement(self) -> dict[Node, list[int]]:
-        found = self.__dict__.get("_actuals")
-        if found is None:
-            found = defaultdict(list)
+        if self._actuals is None:
+            found: dict[Node, list[int]] = defaultdict(list)
             for i, node in enumerate(self.nodes[: self.n]):
                 if node[0] in ("ain", "aout"):
                     caller, vertex, _ = node[1]
                     found[("v", caller, vertex)].append(i)
-            self.__dict__["_actuals"] = found
-        return found
+            self._actuals = found
+        return self._actuals
 
     def _search_graph(self, starts: np.ndarray) -> csr_matrix:
         """The product graph with its last vertex (the criteria hub) pointing at ``starts``."""

@@ -328,7 +328,8 @@ def slice_features(sdg: SDG, features: list[dict[str, Any]], entry: str,
     predictor's combined evaluator needs it. The first feature fills the ``criterion*`` fields; all of
     them are listed under ``criteria``. ``also`` (file -> spans of statements) adds the statements the
     emitter keeps for the names they bind to the criteria (see SliceSession.emit_combined). ``removed``:
-    SDG vertices cut out of the program first (a truncated slice, see SliceIndex.slice_without)."""
+    statement vertices cut out of the program first, with their calls' actuals (a truncated slice,
+    see SliceIndex.slice_without)."""
     if not features:
         raise CriterionError("no feature to slice for")
     criteria: set[Node] = set()
