@@ -14,7 +14,9 @@ Totals over all calls are then estimated in two parts (what AutoPerf's averaged 
 the first calls', measured every one, as they are, and the later calls' as the mean of those measured
 among them times their exact number. (A function's first calls are often its slowest, before caches and
 the interpreter's specialisation warm up: one mean over both parts would lend the later calls their cost.)
-The profile says how many calls were measured.
+The profile says how many calls were measured. (What the reads themselves add to the later calls is taken
+off by the profiler, from empty stretches measured at some of their gates' openings:
+:mod:`.function_counters`; :meth:`CallSampler.is_first` tells the two parts apart.)
 
 The hot path is what a probe does inline: ``if next(gate_i):`` measure, where ``gate_i`` is an iterator
 of Falses ending in Trues (:class:`CallSampler`), published per function under its own name (in
@@ -145,7 +147,7 @@ class CallSampler:
         number = self._numbered[index] + self._lengths[index] - operator.length_hint(self._falses[index]) + 1
         self._numbered[index] = number
         settings = self.settings
-        if settings.every_call or self._spent[index] < settings.every_call_first:
+        if self.is_first(index):
             self._arm(index, 1)
             return number
         now = time.process_time()
@@ -162,10 +164,20 @@ class CallSampler:
         """A measured generator call of function ``index`` resumed: one more stretch to read counters at."""
         self._resumes[index] += 1
 
+    def is_first(self, index: int) -> bool:
+        """Whether function ``index``'s calls are still all measured (its first calls, or budget 0); after
+        them, one call in a stride is."""
+        return self.settings.every_call or self._spent[index] < self.settings.every_call_first
+
+    def stretches(self, index: int) -> int:
+        """The stretches function ``index``'s last finished measured call took (1, or a generator's 1 +
+        resumes)."""
+        return self._stretches[index]
+
     def finished(self, index: int) -> bool:
         """A measured call of function ``index`` ended: its stretches set what measuring the next costs.
         Returns whether it was one of the first calls, all measured (else one measured in a stride)."""
-        first = self.settings.every_call or self._spent[index] < self.settings.every_call_first
+        first = self.is_first(index)
         self._stretches[index] = 1 + self._resumes[index]
         self._spent[index] += self._stretches[index]
         self._resumes[index] = 0

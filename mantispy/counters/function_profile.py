@@ -7,11 +7,13 @@ The document (written by :mod:`mantispy.runtime.function_counters`)::
      "refused": {EVENT: why}, "recent": N, "api": "probes" | "sys.monitoring", "python": "3.12.1",
      "sampling": {"budget": share, "every_call_first": n}, "clock_bias_ns": x,
      "functions": {"FILE:QUALNAME": {"calls": n, "measured_calls": k, "totals": {EVENT: x},
-                                     "recent_mean": {EVENT: x}, "recent_calls": m}}}
+                                     "recent_mean": {EVENT: x}, "recent_calls": m, "empty_stretches": e}}}
 
 ``calls`` counts every call; ``measured_calls`` (absent in older profiles: every call) how many had their
 counters read; ``totals`` are over all calls (the measured calls' totals scaled up when not all were
-measured); ``recent_mean`` is the mean of the last ``recent_calls`` measured calls.
+measured; what reading the counters costs taken off); ``recent_mean`` is the mean of the last ``recent_calls``
+measured calls; ``empty_stretches`` (informative, not read here) how many empty stretches the estimate of
+the strided calls' reading cost stands on.
 """
 
 from __future__ import annotations
