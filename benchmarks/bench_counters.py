@@ -6,7 +6,9 @@ The suite's workloads (sqlparse, Markdown, pycparser from PyPI, generated inputs
 ``python -m mantispy.runtime.function_counters`` with two choices of functions: *few* (a handful of
 functions called hundreds of times, as AutoPerf annotates the functions a change touched) and *hot* (a
 function called 10^4-10^6 times); the hot choice also with every call measured and, on 3.12, through
-``sys.monitoring``. Each on the project's Python 3.11 and, where pyenv has it, on 3.12 (the packages are
+``sys.monitoring``. Beside the overhead, how close the sampled runs' estimated CPU time of the hot choice
+comes to the every-call runs' measured one (the ratio of medians; a test checks the estimate's arithmetic on a
+deterministic clock, this is the same on the machine's). Each on the project's Python 3.11 and, where pyenv has it, on 3.12 (the packages are
 imported from 3.11's site-packages, they are pure Python).
 Runs are interleaved in a shuffled order (seed 22), ``--repeats`` times each; CPU = user+sys of the
 child, medians; the noise floor is the median absolute relative deviation of the plain repeats.
@@ -98,6 +100,7 @@ def main() -> None:
         random.Random(22).shuffle(order)
         cpu: dict[tuple[str, str], list[float]] = {}
         calls: dict[tuple[str, str], tuple[int, int]] = {}
+        estimated: dict[tuple[str, str], list[float]] = {}  # the profile's total thread CPU time per run
         for n, (name, variant) in enumerate(order, 1):
             argv, patterns = WORKLOADS[name]
             prefix, extra = variants[variant]
@@ -112,6 +115,8 @@ def main() -> None:
                 profile = json.loads(Path(extra["MANTIS_FUNCTION_COUNTERS_OUT"]).read_text())
                 calls[(name, variant)] = (sum(f["calls"] for f in profile["functions"].values()),
                                           sum(f["measured_calls"] for f in profile["functions"].values()))
+                estimated.setdefault((name, variant), []).append(
+                    sum(f["totals"]["thread.cpu_ns"] for f in profile["functions"].values()) / 1e9)
             print(f"[{n}/{len(order)}] {name} {variant}: cpu {seconds:.2f} s", flush=True)
     versions = sorted({v.split()[0] for v in variants})
     lines = [
@@ -125,10 +130,12 @@ def main() -> None:
         "counted, the first 100 calls of each function measured and then as many as keep measuring it under "
         "0.5 % of the CPU time; *every call*: budget 0 (every call measured, as before sampling); "
         "*sys.monitoring*: the 3.12+ event hook with the default sampling. Cells: CPU change, then calls "
-        "counted / calls measured.",
+        "counted / calls measured. *hot estimate / every call*: the median over repeats of the hot functions' "
+        "total CPU time as the sampled profile estimates it, against the median the every-call profile "
+        "measures (the repeats' spread of the every-call total in brackets).",
         "",
-        "| program | Python | plain CPU s (noise floor) | " + " | ".join(VARIANTS) + " |",
-        "| --- | --- | ---: | " + " | ".join("---:" for _ in VARIANTS) + " |",
+        "| program | Python | plain CPU s (noise floor) | " + " | ".join(VARIANTS) + " | hot estimate / every call |",
+        "| --- | --- | ---: | " + " | ".join("---:" for _ in VARIANTS) + " | ---: |",
     ]
     for name in WORKLOADS:
         for version in versions:
@@ -143,6 +150,14 @@ def main() -> None:
                     continue
                 counted, measured = calls.get(key, (0, 0))
                 cells.append(f"{statistics.median(cpu[key]) / base - 1:+.1%} ({counted:,} / {measured:,})")
+            every = estimated.get((name, f"{version} hot, every call"), [])
+            sampled = estimated.get((name, f"{version} hot"), [])
+            if every and sampled:
+                middle = statistics.median(every)
+                spread = statistics.median(abs(v - middle) / middle for v in every)
+                cells.append(f"{statistics.median(sampled) / middle:.2f} ({spread:.1%})")
+            else:
+                cells.append("-")
             lines.append(f"| {name} | {version} | {base:.2f} ({noise:.1%}) | " + " | ".join(cells) + " |")
     lines += ["", "Goal (issue 22, for the profiles `diagnose` will use): profiling overhead at most 4 %."]
     print("\n".join(lines))
