@@ -70,7 +70,7 @@ MIN_EMPTY = 3
 CALIBRATION_PAIRS = 128
 """Empty measured stretches timed at the start (16 gave lower quartiles 1.0-1.6 us apart between runs)."""
 MEASURING_BOOKKEEPING_S = 1.5e-6
-"""What measuring a call costs beside its two counter reads (the sampler's strides count it)."""
+"""What measuring a call costs beside its three counter reads (the sampler's strides count it)."""
 
 PER_CALL_SOFTWARE = ("sw.page_faults", "sw.context_switches")
 """The software events a per-call reader reads (CPU time comes from the thread's clock)."""
@@ -459,6 +459,8 @@ class FunctionProfiler:
         by_index = list(self.sampler.names)
         with self._lock:
             for index, entry in sorted(self.stats.items(), key=lambda item: by_index[item[0]]):
+                if not entry["measured"]:  # only empty stretches so far: nothing measured to report
+                    continue
                 recent = list(entry["recent"])
                 calls = max(self.sampler.count(index), entry["measured"])
                 functions[by_index[index]] = {

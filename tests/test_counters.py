@@ -491,6 +491,21 @@ def test_empty_stretches_take_what_reading_costs_off_the_strided_calls(monkeypat
     assert sampled["totals"]["thread.cpu_ns"] == pytest.approx(truth + 100 * read, rel=1e-9)
 
 
+def test_a_function_whose_only_measurement_was_an_empty_stretch_is_left_out(monkeypatch):
+    """With no first calls (every_call_first 0) a function's first gate opening measures an empty stretch: a
+    function called once has nothing measured, and the profile leaves it out instead of dividing by zero."""
+    from mantispy.runtime import call_sampling, function_counters
+
+    profiler = function_counters.FunctionProfiler(
+        ".", ["*"], sampling=call_sampling.SamplingSettings(budget=0.005, every_call_first=0))
+    profiler.perf_events = []
+    index = profiler.sampler.add("prog.py:f")
+    assert next(profiler.sampler.gates[index])
+    assert profiler.start_call(index) is None  # the empty stretch, the call unmeasured
+    profiler.stop_call(None)
+    assert profiler.result()["functions"] == {}
+
+
 @pytest.mark.parametrize("shape", ["even", "warming", "alternating"])
 def test_sampled_totals_are_the_every_call_totals_on_a_deterministic_clock(monkeypatch, shape):
     """Whatever calls the sampler picks, the estimated totals are the exact ones when calls cost the same
