@@ -37,8 +37,13 @@ def _check_version(spec, source: Path, option: str) -> None:
 
 
 def _refuse_existing(path: Path | None, option: str) -> None:
-    if path is not None and path.exists():
+    """Refuse, before anything runs, an output file that exists or whose folder does not."""
+    if path is None:
+        return
+    if path.exists():
         raise UserError(f"{path}: exists; mantispy will not write over it (give another {option})")
+    if not path.parent.is_dir():
+        raise UserError(f"{path}: no folder {path.parent} to write it in (give {option} a file in an existing folder)")
 
 
 @click.command()
@@ -102,6 +107,8 @@ def diagnose(baseline: Path | None, candidate: Path | None, input_count: int, re
                         "NEW_SRC SPEC")
     _refuse_existing(out, "-o")
     _refuse_existing(html_out, "--html")
+    # The runs start in the campaign's folder and the diff reads from here: both must read the same folders.
+    baseline, candidate = baseline.absolute(), candidate.absolute()
     diagnosis, candidate_failed = _run(baseline, candidate, spec, input_count, repeats, candidate_repeats, k, min_effect,
                                        seed, quiet=as_json, with_counts=with_counts)
     document = diagnosis.to_json()

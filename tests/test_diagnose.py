@@ -97,6 +97,13 @@ def test_versions_with_nothing_in_common_are_refused(tmp_path):
         diff_trees(old, new)
     with pytest.raises(ChangeError, match="no such folder"):
         diff_trees(old, tmp_path / "missing")
+    # Two programs that share only the entry script's name: not two versions of one program.
+    first = _write(tmp_path / "first", {"main.py": "def parse(t):\n    return t.split()\n\nparse('a b')\n"})
+    second = _write(tmp_path / "second", {"main.py": "def render(rows):\n    return len(rows) * 2\n\nrender([])\n"})
+    with pytest.raises(ChangeError, match="no function in common"):
+        diff_trees(first, second)
+    renamed = _write(tmp_path / "renamed", {"main.py": "def split_words(t):\n    return t.split()\n\nsplit_words('a b')\n"})
+    assert diff_trees(first, renamed).renamed == {"main.py:parse": "main.py:split_words"}
 
 
 def test_the_autoencoder_flags_what_departs_and_not_one_more_fault():
@@ -411,6 +418,24 @@ def test_diagnose_counts_handlers_entered_and_no_counts_skips_them(versions, tmp
     assert skipped["count_changes"] == []
 
 
+def test_relative_version_folders_are_the_same_folders_for_the_diff_and_the_runs(versions, tmp_path):
+    """The versions are named relative to where mantispy runs; the campaign lives in another folder (whose
+    own ``base`` must not be what runs: the runs once resolved the names against the campaign's folder)."""
+    elsewhere = tmp_path / "campaign"
+    shutil.copytree(versions / "base", elsewhere / "base")
+    (elsewhere / "base" / "prog.py").write_text("raise SystemExit('the wrong folder ran')\n")
+    spec = (versions / "campaign.toml").read_text().replace('source = "base"', f'source = "{versions / "base"}"')
+    (elsewhere / "campaign.toml").write_text(spec)
+    result = subprocess.run([*MANTISPY, "diagnose", "--baseline", "base", "--candidate", "slow",
+                             str(elsewhere / "campaign.toml"), "--inputs", "2", "--repeats", "2",
+                             "--candidate-repeats", "1", "--no-counts", "--json"],
+                            capture_output=True, text=True, timeout=300, cwd=versions)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["runs"]["failed"] == [] and document["runs"]["baseline"] == 4
+    assert document["changes"]["changed"] == ["textlib.py:known"]
+
+
 def test_diagnose_sees_a_rename_and_a_comment_as_no_regression(versions):
     result = _diagnose(versions, "renamed", "--fail-on-regression", "--json")
     assert result.returncode == 0, result.stderr
@@ -426,6 +451,10 @@ def test_diagnose_refuses_bad_input_in_one_line_and_keeps_files(versions, tmp_pa
     keep.write_text("mine")
     existing = _diagnose(versions, "slow", "-o", str(keep))
     assert existing.returncode == 2 and keep.read_text() == "mine"
+    for option in ("-o", "--html"):  # refused before the runs, not after them with the verdict lost
+        nowhere = _diagnose(versions, "slow", option, str(tmp_path / "no-such-folder" / "d.out"))
+        assert nowhere.returncode == 2 and "no-such-folder" in nowhere.stderr, nowhere.stderr
+        assert len(nowhere.stderr.strip().splitlines()) == 1 and "Traceback" not in nowhere.stderr
     missing = _diagnose(versions, "nowhere")
     assert missing.returncode == 2 and "nowhere" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
     other = tmp_path / "other"

@@ -221,6 +221,9 @@ def diff_trees(baseline: Path, candidate: Path) -> ChangeSet:
             changes.renamed[name] = matches.pop(0)
         else:
             changes.removed.append(name)
+    if old_functions and new_functions and not set(old_functions) & set(new_functions) and not changes.renamed:
+        raise ChangeError(f"{baseline} and {candidate} have no function in common (by name or by code): every "
+                          "function of one is missing from the other; give two versions of the same program")
     renamed_to = set(changes.renamed.values())
     changes.added = [name for name in only_new if name not in renamed_to]
     for name in [*changes.changed, *changes.added, *renamed_to]:
