@@ -292,7 +292,7 @@ def _run_monitored(src: Path, features_out: Path, python: str | None, args: tupl
         measurement = run_measured(argv, launch.env)
     if not features_out.exists():
         click.echo(f"mantispy: warning: no features written to {features_out} (the program ended through os._exit "
-                   "or a signal other than SIGTERM)", err=True)
+                   "or a signal other than SIGTERM, or counted nothing: see any line of mantispy's above)", err=True)
     code = measurement.returncode
     sys.exit(code if code >= 0 else 128 - code)
 

@@ -29,8 +29,10 @@ events in the program's frames gives the same counts, more slowly. Values (the f
 variable) are the source backend's alone.
 
 Beside other sys.monitoring tools (coverage.py's sysmon core, debuggers, profilers) mantispy takes a
-free id of its own (4, 3, then 1), says at start and at exit which ids others hold, and when none is free
-says so in one line and lets the program run uncounted. CPython's rules leave two blind spots: code that
+free id of its own (4, 3, then 1), says at start which ids others hold and at exit which it saw, and when
+none is free says so in one line and lets the program run uncounted. Once it has seen another tool, the
+lines holding counted instructions get LINE events of its own too (see ``_install_monitoring``), so that
+another tool's DISABLE cannot take a count away. CPython's rules leave two blind spots: code that
 runs inside another tool's callback produces no events for anyone, and when another tool changes its
 global events, frames already running stop reporting their instructions until they return (calls, and
 frames started afterwards, are counted). Standard library only.
@@ -311,6 +313,8 @@ def _body_column(code) -> int:
 _plan: Plan | None = None
 _tool_id: int | None = None
 _messages: list[str] = []
+_seen_tools: dict[int, str] = {}
+"""Other sys.monitoring tools seen while counting (at start, at each code object's first start, at exit)."""
 
 
 def tools_in_use() -> dict[int, str]:
@@ -341,6 +345,25 @@ def _install_monitoring(plan: Plan) -> None:
     entered: dict[int, dict[int, Any]] = {}  # id(code) -> {offset: its one counter, or a tuple of them}
     keep: list[Any] = []
     lock = threading.Lock()
+    # Beside another tool, the lines holding a counted instruction get LINE events of mantispy's own, kept on:
+    # CPython (3.12, 3.13) drops a tool's INSTRUCTION event at an instruction where another tool's LINE
+    # callback returns DISABLE and no other tool's LINE event remains there (coverage.py's sysmon core
+    # does so at each line's first run, so every counted line's first count was lost).
+    guarded: dict[int, frozenset[int]] = {}  # id(code) -> lines holding a counted instruction
+
+    def guard(code) -> None:
+        offsets = entered[id(code)]
+        guarded[id(code)] = frozenset(line for start, end, line in code.co_lines()
+                                      if line is not None and any(start <= o < end for o in offsets))
+        monitoring.set_local_events(tool, code, events.INSTRUCTION | events.LINE)
+
+    def note_other_tools() -> None:
+        others = tools_in_use()
+        if others and not _seen_tools:
+            for code in keep:
+                if id(code) in entered and id(code) not in guarded:
+                    guard(code)
+        _seen_tools.update(others)
 
     def on_start(code, offset):
         try:
@@ -349,16 +372,24 @@ def _install_monitoring(plan: Plan) -> None:
             with lock:
                 found = prepared.get(id(code), False)
                 if found is False:
+                    note_other_tools()
                     found = plan.prepare(code)
                     keep.append(code)
                     prepared[id(code)] = found
                     if found is not None and found[1]:
                         entered[id(code)] = {offset: hits[0] if len(hits) == 1 else hits for offset, hits in found[1].items()}
-                        monitoring.set_local_events(tool, code, events.INSTRUCTION)
+                        if _seen_tools:
+                            guard(code)
+                        else:
+                            monitoring.set_local_events(tool, code, events.INSTRUCTION)
         if found is None or found[0] is None:
             return disable
         next(found[0])
         return None
+
+    def on_line(code, line):
+        lines = guarded.get(id(code))
+        return None if lines is not None and line in lines else disable
 
     def on_instruction(code, offset):
         try:
@@ -374,6 +405,7 @@ def _install_monitoring(plan: Plan) -> None:
 
     monitoring.register_callback(tool, events.PY_START, on_start)
     monitoring.register_callback(tool, events.INSTRUCTION, on_instruction)
+    monitoring.register_callback(tool, events.LINE, on_line)
     monitoring.set_events(tool, events.PY_START)
     if os.environ.get(_collector.ENV_ROOT) == str(os.getpid()) or not os.environ.get(_collector.ENV_ROOT):
         import atexit
@@ -382,10 +414,11 @@ def _install_monitoring(plan: Plan) -> None:
 
 
 def _report_other_tools() -> None:
-    """At exit: the sys.monitoring tools that ran beside mantispy, if any (one line)."""
-    others = tools_in_use()
-    if others:
-        _warn("sys.monitoring tools beside mantispy at exit: " + ", ".join(f"{i} ({n})" for i, n in sorted(others.items())))
+    """At exit: the sys.monitoring tools that ran beside mantispy, if any (one line): those seen while it
+    counted (a tool may start after mantispy and stop before the program exits) and those still there."""
+    _seen_tools.update(tools_in_use())
+    if _seen_tools:
+        _warn("sys.monitoring tools beside mantispy: " + ", ".join(f"{i} ({n})" for i, n in sorted(_seen_tools.items())))
 
 
 def _install_trace(plan: Plan) -> None:
@@ -430,6 +463,27 @@ def _install_trace(plan: Plan) -> None:
 
     sys.settrace(on_call)
     threading.settrace(on_call)
+    import atexit
+
+    atexit.register(_report_replaced_trace, on_call)
+
+
+def _report_replaced_trace(ours: Any) -> None:
+    """At exit on 3.11: when another tracer (coverage.py's, a debugger's) took the thread's one trace hook
+    from mantispy's, say so: counting stopped there (functions started later in this thread, and their
+    loops and branches, went uncounted)."""
+    current = sys.gettrace()
+    if current is ours:
+        return
+    if current is None:
+        _warn("mantispy's sys.settrace hook was replaced or removed while the program ran (Python 3.11 has one trace hook "
+              "per thread; on 3.12+ sys.monitoring gives each tool its own): counts stop where it was removed")
+        return
+    owner = getattr(current, "__qualname__", None) or type(current).__qualname__
+    module = getattr(current, "__module__", None) or type(current).__module__
+    _warn(f"another tracer ({module}.{owner}) took mantispy's sys.settrace hook while the program ran (Python "
+          "3.11 has one trace hook per thread; on 3.12+ sys.monitoring gives each tool its own): counts stop "
+          "where it took it")
 
 
 def _warn(message: str) -> None:
@@ -449,6 +503,7 @@ def install(plan: Plan) -> str:
         if others:
             _warn("sys.monitoring tools already active: " + ", ".join(f"{i} ({n})" for i, n in sorted(others.items())))
         _install_monitoring(plan)
+        _seen_tools.update(others)
         return "sys.monitoring"
     _install_trace(plan)
     return "sys.settrace"

@@ -355,6 +355,89 @@ def test_a_program_using_sys_monitoring_itself_keeps_its_tool_and_is_counted(tmp
     assert len(lines) == 1 and "taken: 1 (tool1), 3 (tool3), 4 (tool4)" in lines[0]
 
 
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_counts_stay_exact_beside_a_tool_that_disables_its_line_events_and_the_tool_is_named(tmp_path, version):
+    """coverage.py's sysmon core records each line at its first LINE event and returns DISABLE there. CPython
+    then drops another tool's INSTRUCTION event at that instruction once (3.12.1, 3.13.0), so every counted
+    line lost its first count beside coverage; and the tool, gone by the time the program exits, was not named."""
+    python = _python(version)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "cov.py").write_text(textwrap.dedent('''
+        import sys
+        mon = sys.monitoring
+        lines = set()
+
+        def on_line(code, line):
+            lines.add((code.co_name, line))
+            return mon.DISABLE
+
+        def start():
+            mon.use_tool_id(mon.COVERAGE_ID, "linecov")
+            mon.register_callback(mon.COVERAGE_ID, mon.events.LINE, on_line)
+            mon.set_events(mon.COVERAGE_ID, mon.events.LINE)
+
+        def work(n):
+            total = 0
+            for i in range(n):
+                if i % 3 == 0:
+                    total += i
+                elif i % 3 == 1:
+                    total -= 1
+                try:
+                    total += 10 // (i % 4)
+                except ZeroDivisionError:
+                    total += 1
+            return total
+
+        def stop():
+            mon.set_events(mon.COVERAGE_ID, 0)
+            mon.free_tool_id(mon.COVERAGE_ID)
+            return len(lines)
+
+        start()
+        print(work(10), work(7), stop() > 5)
+        '''))
+    source, monitored, out_source, out_monitored = both_backends(src, ["cov.py"], tmp_path, python)
+    assert out_monitored == out_source
+    assert monitored["cov.py:work:loop:1"] == 17
+    # the tool's own callback runs inside CPython's event dispatch, which raises no events for anyone
+    assert _differences(source, monitored) == {"cov.py:on_line:call": (source["cov.py:on_line:call"], None)}
+    extra = ["--python", python] if python else []
+    again = _run(["run", str(src), "--backend", "monitor", "--features-out", str(tmp_path / "again.json"), *extra, "--",
+                  "cov.py"])
+    assert "mantispy: sys.monitoring tools beside mantispy: 1 (linecov)" in again.stderr.splitlines(), again.stderr
+
+
+def test_a_tracer_that_takes_the_hook_on_3_11_is_said_in_one_line(tmp_path):
+    """Python 3.11 has one trace hook per thread: a program (or coverage.py, a debugger) that sets its own
+    takes it from the bytecode backend's fallback, and counting stops there; mantispy says so at exit."""
+    if sys.version_info >= (3, 12):
+        pytest.skip("the sys.settrace fallback runs on Python 3.11 only")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "traced.py").write_text(textwrap.dedent('''
+        import sys
+
+        def count(n):
+            return sum(i for i in range(n) if i % 2)
+
+        def mine(frame, event, arg):
+            return None
+
+        count(5)
+        sys.settrace(mine)
+        count(6)
+        print("ran")
+        '''))
+    result = _run(["run", str(src), "--backend", "monitor", "--features-out", str(tmp_path / "f.json"), "--",
+                   "traced.py"])
+    assert result.returncode == 0 and result.stdout.strip() == "ran"
+    lines = [line for line in result.stderr.splitlines() if "sys.settrace hook" in line]
+    assert len(lines) == 1 and "another tracer (__main__.mine)" in lines[0], result.stderr
+    assert json.loads((tmp_path / "f.json").read_text())["traced.py:count:call"] == 1
+
+
 @pytest.mark.parametrize("verb", ["monitor", "record"])
 def test_the_programs_own_sitecustomize_still_runs_after_the_boot(tmp_path, verb):
     """Both boot folders (the bytecode backend's and the sampler's) start mantispy, leave sys.path as the
