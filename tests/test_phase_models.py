@@ -639,3 +639,14 @@ def test_a_phase_whose_model_reads_a_phase_the_run_did_not_have_before_it_is_not
     assert any(note.startswith("P2's models read the phase(s) before it in training (P1)") for note in verdict.notes)
     assert not verdict.anomalous, verdict.departures
     assert any(c.model == "whole-run" for c in verdict.comparisons)  # what no phase model judged, the run's totals do
+
+
+def test_too_few_training_runs_say_that_only_uninstrumented_runs_train():
+    """A campaign keeping the default calibration_runs (3) has three uninstrumented runs whatever its inputs:
+    the refusal said to profile more inputs, which would not have helped."""
+    rng = random.Random(2)
+    runs = [TrainingRun(f"i{n}", _inputs(10 + n, 1), {}, _phases(10 + n, 1, rng), whole_run(_phases(10 + n, 1, rng)))
+            for n in range(3)]
+    with pytest.raises(phase_model.PhaseModelError, match='calibration_runs = "all"'):
+        phase_model.fit(runs, [tuple(k) for k in KNOWN], PhaseOptions(), Program("phased.py", functions=["parse"]),
+                        ModelOptions(min_runs=8))

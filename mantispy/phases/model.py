@@ -329,7 +329,9 @@ def fit(runs: list[TrainingRun], known: Known, phase_options: PhaseOptions, prog
 
     if len(runs) < options.min_runs:
         raise PhaseModelError(f"{len(runs)} recorded run(s) with phases: per-phase models need at least "
-                              f"{options.min_runs}; profile more inputs with --sample")
+                              f"{options.min_runs} uninstrumented ones (the runs whose time is the program's own); "
+                              "set calibration_runs = \"all\" in the campaign's spec to make one per input, or "
+                              "profile more inputs with --sample")
     folded = fold_rare_phases([run.phases for run in runs], known, options.min_runs, phase_options.t_threshold)
     for label, entry in folded.items():
         log(f"{label} (in {entry['runs']} run(s)) folded into {entry['into']} (time shares alike: t_sim {entry['t_sim']:.2f})")

@@ -82,8 +82,9 @@ def observe(store: RecordingStore, recording: Recording, options: PhaseOptions, 
         raise PhaseDataError(f"recording {recording.id} has no sample: there is nothing to find phases in "
                              "(record a run that uses CPU, or use --mode wall)")
     if len(found) < 2:
-        raise PhaseDataError(f"recording {recording.id} is one epoch long ({epoch:g} s): too short for phases; "
-                             "pass a shorter --epoch")
+        raise PhaseDataError(f"recording {recording.id} has samples in one epoch ({epoch:g} s) only: too short "
+                             "for phases; record a run that computes longer (mantispy phases also takes a shorter "
+                             "--epoch)")
     rows = [{**phase.to_dict(options.min_share), **resources(store, recording, phase.start, phase.end)}
             for phase in detect(found, options, known)]
     return RunPhases(recording, epoch, len(found), rows, own_time(store, recording, rows, options.include_library))
