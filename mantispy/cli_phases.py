@@ -160,6 +160,9 @@ def _fit(store_path: Path, campaign_name: str | None, options, fit_path: Path, a
                    f"{total['sum_of_phases']:.1%}, whole-run model {total['whole_run']:.1%}")
     elif not evaluation:
         click.echo("no held-out evaluation: fewer than 8 inputs")
+    elif evaluation.get("incomplete_runs"):
+        click.echo(f"run duration: no held-out total: {evaluation['incomplete_runs']} of {evaluation['runs']} held-out "
+                   "run(s) had a phase too rare to model, whose time no model estimates")
     own = fitted["own_time"]["functions"]
     if own:
         largest = max(own, key=lambda name: own[name]["median"])

@@ -650,3 +650,33 @@ def test_too_few_training_runs_say_that_only_uninstrumented_runs_train():
     with pytest.raises(phase_model.PhaseModelError, match='calibration_runs = "all"'):
         phase_model.fit(runs, [tuple(k) for k in KNOWN], PhaseOptions(), Program("phased.py", functions=["parse"]),
                         ModelOptions(min_runs=8))
+
+
+def test_held_out_runs_with_a_phase_too_rare_to_model_are_counted_where_no_total_is_given(fitted):
+    """Each held-out run had a phase no model estimates: the fit printed no total and did not say why."""
+    assert fitted["evaluation"]["incomplete_runs"] == 0
+    rng = random.Random(4)
+    runs, known = [], [tuple(k) for k in KNOWN]
+    for n in range(32):
+        records, passes = 10 + (n * 7) % 21, 1 + (n * 5) % 4
+        odd = {"label": f"R{n}", "start": 9.0, "end": 9.3, "seconds": 0.3, "name": f"odd{n}",
+               "profile": {f"odd{n}": 1.0}, "cpu_percent": 99.0, "peak_rss_bytes": 30e6, "io_bytes": None}
+        known.append((f"R{n}", {f"odd{n}": 1.0}))
+        phases = _phases(records, passes, rng, extra=[odd])
+        runs.append(TrainingRun(f"i{n}", _inputs(records, passes), {}, phases, whole_run(phases)))
+    model = phase_model.fit(runs, known, PhaseOptions(), Program("phased.py", functions=["parse", "mix", "main"]),
+                            ModelOptions(min_runs=8))
+    evaluation = model["evaluation"]
+    assert "total_wall_s" not in evaluation and evaluation["incomplete_runs"] == evaluation["runs"] > 0
+
+
+def test_a_store_without_a_campaign_is_refused_as_such(tmp_path):
+    """A store of recorded runs only: the line asked to name one of its 0 campaigns."""
+    from mantispy.phases.training import CampaignLink
+    from mantispy.store import RunStore
+
+    path = tmp_path / "runs.db"
+    with RunStore(path):
+        pass
+    with pytest.raises(phase_model.PhaseModelError, match="holds no campaign"):
+        CampaignLink(path)

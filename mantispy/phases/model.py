@@ -432,6 +432,7 @@ def _evaluate(test: list[TrainingRun], phases: dict[str, dict[str, Any]], whole:
     durations beside the whole-run model's."""
     per_phase: dict[str, dict[str, Any]] = {}
     sums, direct, actual_totals = [], [], []
+    incomplete = 0  # held-out runs with a phase no model estimates: no sum of phases for them
     for run in test:
         measured = run.phases.by_label()
         total = 0.0
@@ -448,13 +449,14 @@ def _evaluate(test: list[TrainingRun], phases: dict[str, dict[str, Any]], whole:
                 if metric == "wall_s":
                     total += expected
         whole_model = whole.get("wall_s")
+        incomplete += not complete
         if complete and whole_model is not None and run.whole.get("wall_s", 0) > 0:
             sums.append(total)
             direct.append(predict(whole_model["model"], run.inputs))
             actual_totals.append(run.whole["wall_s"])
     out: dict[str, Any] = {"runs": len(test), "phases": {
         label: {metric: {"median_rel_error": float(np.median(errors)), "n": len(errors)} for metric, errors in metrics.items()}
-        for label, metrics in per_phase.items()}}
+        for label, metrics in per_phase.items()}, "incomplete_runs": incomplete}
     if actual_totals:
         actual = np.asarray(actual_totals)
         out["total_wall_s"] = {

@@ -37,6 +37,9 @@ class CampaignLink:
                     if not chosen:
                         raise PhaseModelError(f"{store_path}: no campaign named {campaign_name!r} "
                                               f"(it has {', '.join(c.name for c in campaigns) or 'none'})")
+                elif not campaigns:
+                    raise PhaseModelError(f"{store_path}: holds no campaign (only recorded runs); per-phase models "
+                                          "are fitted on a campaign profiled with mantispy profile SPEC --sample")
                 elif len(campaigns) != 1:
                     raise PhaseModelError(f"{store_path}: {len(campaigns)} campaigns; name one with --campaign")
                 else:
