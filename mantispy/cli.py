@@ -437,7 +437,7 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
         try:
             summary = run_profile(spec, store, jobs, resume, replace, cluster,
                                   on_start=lambda n: progress.update(bar, total=n), on_result=on_result,
-                                  log=(lambda _m: None) if quiet else (lambda m: err.print(f"mantispy: {m}")),
+                                  log=(lambda _m: None) if quiet else (lambda m: err.print(f"mantispy: {m}", soft_wrap=True, highlight=False)),
                                   sample={"rate": sample_rate, "mode": "cpu", "interval": sample_interval}
                                   if sample else None)
         except StoreError as exc:

@@ -149,6 +149,11 @@ def _run(baseline: Path, candidate: Path, spec_path: Path, input_count: int, rep
         click.echo(f"{len(changes.changed)} changed, {len(changes.added)} added, {len(changes.removed)} removed, "
                    f"{len(changes.renamed)} renamed functions; profiling {count} function{'' if count == 1 else 's'} "
                    f"over {len(records)} input{'' if len(records) == 1 else 's'}", err=True)
+    from mantispy.runtime import perf_counters
+
+    refused = perf_counters.refused_note(perf_counters.probe())
+    if refused is not None:
+        click.echo(f"mantispy: {refused}", err=True)
 
     live = not quiet and sys.stderr.isatty()
 

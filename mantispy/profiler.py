@@ -460,6 +460,9 @@ def profile(
     """Run (or continue) a campaign into ``store``. ``sample`` ({"rate", "mode", "interval"}) also
     stack-samples every run and polls its resources, stored as a recording of the run (mantispy flame)."""
     manifest = prepare_build(spec, log)
+    refused = perf_counters.refused_note(perf_counters.probe())
+    if refused is not None:
+        log(refused)
     campaign = store.open_campaign(spec.name, _spec_identity(spec), manifest.source_hash, manifest.to_dict(),
                                    environment_fingerprint(), replace=replace)
     done = store.done(campaign)

@@ -93,6 +93,7 @@ class EventStatus:
     kind: str  # "hardware" | "software"
     available: bool
     reason: str  # "" when available
+    code: int = 0  # the errno perf_event_open gave (0 when available)
 
 
 class Counters:
@@ -191,9 +192,30 @@ def _open_one(pid: int, name: str, inherit: bool, group_fd: int = -1,
     return fd, 0
 
 
+_NO_PMU = (errno.ENOENT, errno.EOPNOTSUPP, errno.ENODEV)
+"""The errors that say the machine has no such event (not that the event was refused)."""
+
+
 def _reason(code: int) -> str:
-    text = _WHY.get(code, "perf_event_open failed")
-    return f"{text.format(paranoid=paranoid_level())} ({errno.errorcode.get(code, code)})"
+    paranoid = paranoid_level()
+    if code == errno.EPERM and paranoid.lstrip("-").isdigit() and int(paranoid) <= 2:
+        text = (f"not permitted though /proc/sys/kernel/perf_event_paranoid is {paranoid}: a seccomp filter or the "
+                "container's policy refuses perf_event_open; run outside it, or as root")
+    else:
+        text = _WHY.get(code, "perf_event_open failed").format(paranoid=paranoid)
+    return f"{text} ({errno.errorcode.get(code, code)})"
+
+
+def refused_note(statuses: list[EventStatus]) -> str | None:
+    """One line on the events this machine has but refuses to open here (not those it lacks, such as the
+    hardware events of a virtual machine without a PMU), and what runs measure instead; None when none is."""
+    refused = [s for s in statuses if not s.available and s.code not in _NO_PMU]
+    if not refused:
+        return None
+    names = ", ".join(s.name for s in refused)
+    fallback = ", ".join(RUSAGE_METRICS)
+    return (f"perf events refused here: {names}: {refused[0].reason}; runs store what the kernel's accounting "
+            f"says instead ({fallback}); see mantispy counters")
 
 
 def probe(names: list[str] | None = None) -> list[EventStatus]:
@@ -204,7 +226,7 @@ def probe(names: list[str] | None = None) -> list[EventStatus]:
         if fd is not None:
             os.close(fd)
         kind = "hardware" if EVENTS[name][0] == PERF_TYPE_HARDWARE else "software"
-        found.append(EventStatus(name, kind, fd is not None, "" if fd is not None else _reason(code)))
+        found.append(EventStatus(name, kind, fd is not None, "" if fd is not None else _reason(code), code))
     return found
 
 

@@ -4,6 +4,7 @@ open and wait4's fallback; the hardware path is exercised with replayed values (
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -137,6 +138,40 @@ def work(n):
 
 print(work(int(sys.argv[1]) * 20000))
 """
+
+
+def test_refused_events_are_told_apart_from_missing_ones():
+    """A VM without a PMU lacks hardware events (nothing to say at every profile); a seccomp filter or
+    perf_event_paranoid refusing events that exist is worth one line; EPERM at paranoid <= 2 is not fixed by
+    setting paranoid to 2."""
+    missing = perf_counters.EventStatus("hw.cycles", "hardware", False, "no PMU", errno.ENOENT)
+    refused = perf_counters.EventStatus("sw.page_faults", "software", False, "a seccomp filter", errno.EPERM)
+    counting = perf_counters.EventStatus("sw.context_switches", "software", True, "")
+    assert perf_counters.refused_note([missing, counting]) is None
+    note = perf_counters.refused_note([missing, refused, counting])
+    assert note is not None and note.startswith("perf events refused here: sw.page_faults: a seccomp filter")
+    assert "ru.minor_faults" in note and "hw.cycles" not in note
+
+
+NOPERF = Path(__file__).parent / "programs" / "noperf" / "noperf.py"
+
+
+@pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64", reason="the filter names x86_64's syscall")
+def test_a_campaign_where_perf_events_are_refused_says_so_in_one_line_and_stores_the_fallback(tmp_path):
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "main.py").write_text(textwrap.dedent(PROGRAM))
+    (tmp_path / "spec.toml").write_text('name = "refused"\nsource = "prog"\nentry = "main.py"\noriginal_repeats = 1\n'
+                                        '[inputs]\nlist = [{ id = "a", argv = ["2"] }, { id = "b", argv = ["3"] }]\n')
+    result = subprocess.run([sys.executable, str(NOPERF), "EPERM", *MANTISPY, "profile", str(tmp_path / "spec.toml"),
+                             "--store", str(tmp_path / "m.db")], capture_output=True, text=True, timeout=300)
+    if "cannot install the seccomp filter" in result.stderr:
+        pytest.skip(result.stderr.strip())
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "perf events refused here" in line]
+    assert len(lines) == 1 and "seccomp" in lines[0] and "sw.page_faults" in lines[0], result.stderr
+    with RunStore(tmp_path / "m.db", create=False) as store:
+        for run in store.runs(store.campaign("refused")):
+            assert run["metrics"]["ru.minor_faults"] > 0 and not any(m.startswith("sw.") for m in run["metrics"])
 
 
 def test_profiled_runs_store_the_counters_and_fit_targets_a_replayed_hardware_counter(tmp_path, monkeypatch):
