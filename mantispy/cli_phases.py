@@ -252,6 +252,9 @@ def check(target: tuple[str, ...], model_path: Path, store_path: Path | None, k:
         if foreign > 0.5:
             raise UserError(f"recording {recording.id} ran other code than the model's program ({foreign:.0%} of its "
                             f"sampled time in functions no training run ran): check it against a model of its own program")
+        with RecordingStore(store_file, create=False) as store:  # its view then shows the phases the verdict names
+            store.save_phases(recording.id, {**asdict(options), "epoch_s": run.epoch_s, "model": str(model_path)},
+                              run.phases)
         inputs, features, where = recording_inputs(recording, link)
     except (RecordingError, PhaseDataError) as exc:
         raise UserError(str(exc)) from None

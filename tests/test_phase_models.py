@@ -413,9 +413,17 @@ def test_check_a_campaign_run_uses_its_input_and_features(campaign):
 
     with RecordingStore(store, create=False) as db:
         rid = db.recordings()[-1].id
+    alone = subprocess.run([*CLI, "phases", str(rid), "--store", str(store), "--epoch", "0.2"], cwd=folder,
+                           capture_output=True, text=True)
+    assert alone.returncode == 0, alone.stderr  # labels of its own: what the run's view showed after a check
     proc = _check(folder, str(rid), "--store", str(store), "--json")
     assert proc.returncode == 0, proc.stderr
     assert "campaign 'phased'" in json.loads(proc.stdout)["inputs_from"]
+    with RecordingStore(store, create=False) as db:
+        stored = db.phases(rid)
+    model = phase_model.load(folder / "model.json")
+    assert stored is not None and stored[0]["model"] == "model.json" and stored[0]["epoch_s"] == model["epoch_s"]
+    assert {row["label"] for row in stored[1]} <= {label for label, _ in model["known"]}
 
 
 def test_check_refuses_bad_input_in_one_line(campaign, tmp_path):
