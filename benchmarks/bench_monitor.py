@@ -9,7 +9,7 @@ For each suite program (benchmarks/suite, prepared into benchmarks/work/monitor)
 * equality: per input, the counts of ``mantispy run --backend monitor`` against the instrumented copy's
   loop, branch, call and handler counters (``instrument --only loops,branches,calls,exceptions``), and
   the full instrumentation's counters (else arms derived from other counts where they can be)
-  against a build with a probe on every arm (``--probe-every-arm``);
+  against a build with a probe on every arm (``--probe-every-arm``); any difference makes the run exit 1;
 * overhead: CPU time (the child's rusage) of the original program, the source backend's full
   instrumentation (values included, as ``mantispy profile`` runs it), the same with a probe on every
   else arm (``--probe-every-arm``), the source backend's counters alone, the bytecode backend, and
@@ -225,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         with open(HERE / "RESULTS.md", "a", encoding="utf-8") as handle:
             handle.write("\n" + text + "\n")
+    unequal = [r for r in rows if any(e["differ"] or e.get("derived_differ") for e in r["equality"])]
+    if unequal:  # the suite programs' equality check: a difference fails the run (make bench-monitor, exit 1)
+        print("counts differ: " + ", ".join(f"{r['program']} under {r['version']}" for r in unequal), file=sys.stderr)
+        return 1
     return 0
 
 
