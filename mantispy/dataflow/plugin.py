@@ -93,6 +93,8 @@ class DataflowRecorder(SchedulerPlugin):
             if ts is None:
                 continue
             name = str(key)
+            if name in self.graph and (name not in self.runs or ts.state == "memory"):
+                continue  # a task of an earlier graph that a later one reuses (persisted data): submitted then
             operation = str(ts.prefix.name)
             prio = priority.get(key, ts.priority)
             self.graph[name] = {"operation": operation, "deps": [str(dep.key) for dep in ts.dependencies],

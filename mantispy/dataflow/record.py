@@ -143,8 +143,11 @@ def _start_cluster(request: ClusterRequest) -> Any:
     import psutil
     from distributed import LocalCluster
 
+    # No dashboard; the scheduler's HTTP server (health, metrics) still starts, on a free port rather than on
+    # 8787, which another cluster may hold (Dask then warns in four lines on stderr).
     kwargs: dict[str, Any] = {"n_workers": request.workers, "threads_per_worker": request.threads_per_worker,
-                              "processes": True, "dashboard_address": None, "silence_logs": logging.ERROR}
+                              "processes": True, "dashboard_address": ":0", "scheduler_kwargs": {"dashboard": False},
+                              "silence_logs": logging.ERROR}
     if request.memory_limit is not None:
         kwargs["memory_limit"] = request.memory_limit
     cluster = LocalCluster(**kwargs)

@@ -19,7 +19,9 @@ The recording's CPU beside its tasks is split three ways, each following what dr
   series with its tasks;
 * the rest of the machine's load while tasks ran (the scheduler's per-task transitions, the job's own
   process, other programs): a demand that grows with the number of tasks running at once (the scheduler's
-  work follows the task rate), scaled from the recording's mean concurrency;
+  work follows the task rate), scaled from the recording's mean concurrency, taken as at least one task: a
+  recording whose tasks ran a small share of its time (0.02 tasks at once, beside another program's load)
+  put the whole of that load on each running task, tens of cores of it;
 * the intake of the first computation: each new worker process deserialises its first tasks and imports
   their libraries (measured on groupby_join: 0.94 CPU s at 2 workers, 1.97 s at 4), so the recorded
   intake's CPU per worker is spread over the target's workers and cores.
@@ -151,7 +153,7 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
 
     def replay(target: Configuration) -> tuple[_Simulation, float]:
         sim = _Simulation(tasks, target, overhead, bandwidth, disk_bw, baseline,
-                          _Load(elsewhere, max(concurrency, 1e-9), worker_cpu_per_task))
+                          _Load(elsewhere, max(concurrency, 1.0), worker_cpu_per_task))
         first = batches[0]
         intake = _Batch(first.keys, first.offset, first.waits, first.gap, max(0.0, first.latency + more_intake(target)))
         return sim, sim.run([intake, *batches[1:]]) - first_submit
@@ -355,7 +357,7 @@ class _Load:
     """The CPU load beside the tasks' own work (see the module docstring)."""
 
     elsewhere: float  # cores busy outside the workers at the recording's mean concurrency
-    concurrency: float  # the recording's mean number of tasks running at once
+    concurrency: float  # the recording's mean number of tasks running at once, at least 1
     worker_cpu_per_task: float  # seconds of the worker's own GIL-holding Python per task
 
 
