@@ -274,7 +274,9 @@ class SporeRegressor(RegressorMixin, BaseEstimator):
         groups = np.zeros(len(y), dtype=int)
         for fold, (_, test) in enumerate(splits):
             groups[test] = fold
-        net = ElasticNet(alpha=1.0, n_lambda=60, standardize=False, n_splits=len(splits),
+        # Folds scored by squared error, as scikit-learn's LassoCV does: glmnet's default (R^2) is undefined on
+        # a fold of one training input, and with every score NaN glmnet's own lambda choice raised IndexError.
+        net = ElasticNet(alpha=1.0, n_lambda=60, standardize=False, n_splits=len(splits), scoring="mean_squared_error",
                          cut_point=1.0 if self.lambda_rule == "1se" else 0.0, random_state=self.random_state)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
