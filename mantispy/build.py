@@ -135,6 +135,17 @@ class Verdict:
         return self.status == "cheap"
 
 
+def _failing_inputs(runs: list[dict]) -> dict[str, str]:
+    """Inputs with a run that did not end well (failed, timed out, could not start), in run order, each with
+    the last line of its first such run's stderr (or its status)."""
+    failing: dict[str, str] = {}
+    for run in runs:
+        if run["status"] != "ok" and run["input_id"] not in failing:
+            lines = (run.get("stderr_tail") or "").strip().splitlines()
+            failing[run["input_id"]] = lines[-1] if lines else run["status"]
+    return failing
+
+
 class CostMeter:
     """Slices, emits and times single-feature evaluators, caching verdicts under the source hash."""
 
@@ -662,6 +673,13 @@ class Builder:
         self.log(f"profiling: {summary.executed} run(s) executed, {summary.skipped} reused from the store")
         campaign = store.campaign(self.spec.name)
         assert campaign is not None
+        failing = _failing_inputs(store.runs(campaign))
+        if failing:
+            names = ", ".join(list(failing)[:5]) + (", ..." if len(failing) > 5 else "")
+            first, why = next(iter(failing.items()))
+            self.log(f"warning: the program failed on {len(failing)} of {len(self.spec.inputs)} input(s) ({names}; "
+                     f"{first}: {why}); their failed runs are left out of the models; see them with mantispy runs "
+                     f"--store {store.path} --list")
         return campaign
 
     def content_stage(self, campaign, frame, train_ids: list[str]):

@@ -305,6 +305,20 @@ def test_too_few_inputs_for_the_split_is_said_before_anything_runs(tmp_path):
     assert not (tmp_path / ".mantis").exists() and not (tmp_path / "pred").exists()  # nothing profiled
 
 
+def test_a_build_says_which_inputs_the_program_failed_on(tmp_path):
+    """Two of twelve inputs crash the program: the build went on without them and said nothing."""
+    inputs = ", ".join(f'{{id = "i{n}", argv = ["{n * 20000}"]}}' for n in range(1, 11))
+    spec = campaign(tmp_path, "import sys\nn = int(sys.argv[1])\nif n < 0:\n    raise RuntimeError('negative size')\n"
+                              "total = 0\nfor i in range(n):\n    total += i\nprint(total)\n",
+                    f'name = "crashy"\nsource = "prog"\nentry = "a.py"\n[inputs]\nlist = [{inputs}, '
+                    '{id = "bad1", argv = ["-1"]}, {id = "bad2", argv = ["-2"]}]\n')
+    proc = run("build", spec, "-o", tmp_path / "pred", "--train-fraction", "0.5", "--metric", "cpu_s", cwd=tmp_path,
+               timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if "failed on" in line]
+    assert len(said) == 1 and "2 of 12 input(s) (bad1, bad2" in said[0] and "RuntimeError: negative size" in said[0], said
+
+
 def test_a_program_in_the_specs_own_folder_is_profiled(tmp_path):
     (tmp_path / "a.py").write_text("import sys\nfor i in range(int(sys.argv[1])):\n    pass\n")
     (tmp_path / "s.toml").write_text('name = "dot"\nsource = "."\nentry = "a.py"\ncalibration_runs = 0\n[inputs]\n'
