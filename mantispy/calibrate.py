@@ -60,6 +60,11 @@ def calibrate(folder: Path, module, repeats: int = 3, log: Callable[[str], None]
             raise CalibrationError(f"{folder}: nothing to calibrate: {fallback.get('reason')}, so it is in this "
                                    "build machine's seconds")
         raise CalibrationError(f"{folder}: no work_s model to calibrate; build with --metric work")
+    model = models[work_metrics[0]]
+    if model.get("method") == "constant" or not model.get("scaling"):
+        raise CalibrationError(f"{folder}: nothing to calibrate: its {work_metrics[0]} model is a constant (no feature "
+                               "beat a constant on cross-validation), so CPU time over it would measure which inputs "
+                               "were run, not this machine")
     items = record.calibration_inputs
     if not items:
         raise CalibrationError(f"{folder}/build.json: records no calibration inputs; rebuild with this mantispy")

@@ -26,21 +26,25 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     fallback = work_fallback(model)
     if isinstance(fallback, dict) and isinstance(fallback.get("reason"), str):
         said.append(f"{metric}: {fallback['reason']} (on this machine: mantispy calibrate does not apply)")
-    if model.get("method") == "constant":
-        said.append(f"{metric}: the model is a constant ({model.get('intercept', 0):.4g}): nothing it may use beat a "
-                    "constant on cross-validation, so it says nothing about a particular input")
+    if data.is_constant:  # a constant, or an average of members that use no feature
+        value = f" ({model['intercept']:.4g})" if isinstance(model.get("intercept"), (int, float)) else ""
+        said.append(f"{metric}: the model is a constant{value}: nothing it may use beat a constant on "
+                    "cross-validation, so it says nothing about a particular input")
     elif model.get("scaling") and all(f.startswith("input:") for f in model["scaling"]):
         said.append(f"{metric}: the model uses only the input descriptors (what the black box sees), because "
                     + (_view_rule_words(model) or "they did as well as the program's cheap features on cross-validation"))
     box = validation.get("blackbox") or {}
     if error is not None and box.get("available") and box.get("median_rel_error") is not None:
         bb = box["median_rel_error"]
+        fitted_box = (model.get("evaluation") or {}).get("blackbox") or {}
+        name = ("the black box (a constant too: no input descriptor helped it)"
+                if fitted_box.get("available") and fitted_box.get("inputs_used") == [] else "the black box")
         if bb <= error * 1.02:  # within 2 %: level (the same inputs, or noise between equal models)
-            said.append(f"{metric}: the black box is as good or better ({bb:.1%} against the model's {error:.1%})")
+            said.append(f"{metric}: {name} is as good or better ({bb:.1%} against the model's {error:.1%})")
         elif bb < 2 * error:
-            said.append(f"{metric}: better than the black box ({error:.1%} against {bb:.1%}), but not twice as good")
+            said.append(f"{metric}: better than {name} ({error:.1%} against {bb:.1%}), but not twice as good")
         else:
-            said.append(f"{metric}: {bb / max(error, 1e-12):.1f}x better than the black box ({error:.1%} against {bb:.1%})")
+            said.append(f"{metric}: {bb / max(error, 1e-12):.1f}x better than {name} ({error:.1%} against {bb:.1%})")
     ceiling = (record.ceiling.get(metric) or {}).get("median_rel_error")
     if error is not None and isinstance(ceiling, (int, float)):
         gives_up = ceiling < 0.8 * error

@@ -380,6 +380,12 @@ def test_a_work_model_worse_than_the_black_box_stands_in_for_cpu_time(tmp_path):
 
     with pytest.raises(CalibrationError, match="nothing to calibrate: the program's counted work"):
         calibrate(folder, module=None)
+    # a work model that uses no feature: CPU time over one number measures the inputs, not the machine
+    # (an audit's build: 1.274 written, per-input ratios 0.74-6.5)
+    constant = {"metric": "work_s", "method": "constant", "intercept": 0.07, "scaling": {}, "work": {"seconds_per": {}}}
+    (folder / "models.json").write_text(json.dumps({"metrics": {"work_s": constant}}))
+    with pytest.raises(CalibrationError, match="its work_s model is a constant"):
+        calibrate(folder, module=None)
     work_store(tmp_path / "w.db")  # counted work that is the CPU time: no stand-in
     with RunStore(tmp_path / "w.db") as store:
         model = fit_campaign(store, "w", FitRequest(metric="work", train_fraction=0.5, metrics_from=ORIGINAL,
@@ -403,6 +409,12 @@ def test_verdicts_say_constant_black_box_and_noise_floor_in_words():
     said = " ".join(metric_verdicts(record_with(model, 0.05, 0.2, 0.04), "cpu_s"))
     assert "4.0x better than the black box" in said and "at the noise floor" in said
     assert "80% of held-out inputs" in said
+    # an average of members that use no feature is a constant too (the table said so; the verdicts did not),
+    # and a black box whose chosen fit used no input descriptor is named as the constant it is
+    averaged = {"method": "average", "members": [{"view": "constant"}, {"view": "constant"}], "scaling": {},
+                "evaluation": {"blackbox": {"available": True, "inputs_used": []}}}
+    said = " ".join(metric_verdicts(record_with(averaged, 0.3, 0.5, 0.05), "cpu_s"))
+    assert "the model is a constant:" in said and "than the black box (a constant too" in said
 
 
 def test_verdicts_say_when_the_view_confidence_rule_kept_the_model_to_the_descriptors():
