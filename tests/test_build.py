@@ -263,6 +263,20 @@ def test_predict_refuses_bad_input_and_mixed_builds(built, tmp_path):
         module.predict(["--size", "many"], cwd=root / "batchjob")
     with pytest.raises(module.PredictionError, match="list of strings"):
         module.predict("--size 3")
+    # a malformed call is the input's trouble, as the README says (a bare FileNotFoundError or TypeError was raised,
+    # and mantispy predict --cwd /nowhere was an internal error, exit 1)
+    for bad, said in (({"cwd": tmp_path / "nowhere"}, "no such folder"), ({"cwd": 123}, "a folder's path"),
+                      ({"timeout": "x"}, "positive number"), ({"timeout": 0}, "positive number")):
+        with pytest.raises(module.InputRejected, match=said):
+            module.predict(["--size", "3"], warm=False, **{"cwd": root / "batchjob", **bad})
+    nowhere = subprocess.run([*CLI, "predict", str(out), "--cwd", str(tmp_path / "nowhere"), "--", "--size", "3"],
+                             capture_output=True, text=True)
+    assert nowhere.returncode == 2 and "no such folder" in nowhere.stderr and "Traceback" not in nowhere.stderr
+    # an input file the command line names and the program cannot open: the input's trouble too
+    unreadable = module._failed("FileNotFoundError: [Errno 2] No such file or directory: 'gone.txt'", ["gone.txt"])
+    assert isinstance(unreadable, module.InputRejected) and "cannot read an input file" in str(unreadable)
+    assert not isinstance(module._failed("FileNotFoundError: [Errno 2] No such file or directory: 'data.bin'",
+                                         ["gone.txt"]), module.InputRejected)  # a file of the program's own
     proc = subprocess.run([*CLI, "predict", str(out), "--", "--size", "80", "--bogus"], cwd=root / "batchjob",
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith("mantispy: error:") and "unrecognized arguments" in proc.stderr

@@ -46,11 +46,29 @@ class InputRejected(PredictionError):
 _REJECTED = "InputRejected: "  # how the evaluator's reply starts when the program rejects the input
 
 
-def _failed(said):
-    """The error for an evaluator that failed on this input, saying ``said``."""
-    if str(said).startswith(_REJECTED):
-        return InputRejected(str(said)[len(_REJECTED):])
+_UNREADABLE = ("FileNotFoundError: ", "IsADirectoryError: ", "NotADirectoryError: ")
+
+
+def _failed(said, argv=()):
+    """The error for an evaluator that failed on this input, saying ``said``: the input's when the program
+    rejected it or could not open a file its command line names."""
+    said = str(said)
+    if said.startswith(_REJECTED):
+        return InputRejected(said[len(_REJECTED):])
+    if said.startswith(_UNREADABLE) and any(f"'{arg}'" in said for arg in argv or ()):
+        return InputRejected(f"cannot read an input file: {said}")
     return PredictionError(f"the feature evaluator failed on this input: {said}")
+
+
+def _check_call(cwd, timeout):
+    """Refuse a malformed call's ``cwd`` or ``timeout`` as the input's trouble (InputRejected)."""
+    if cwd is not None:
+        if not isinstance(cwd, (str, os.PathLike)):
+            raise InputRejected(f"cwd must be a folder's path, not {type(cwd).__name__}")
+        if not os.path.isdir(cwd):
+            raise InputRejected(f"cwd {os.fspath(cwd)!r}: no such folder")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise InputRejected(f"timeout must be a positive number of seconds, not {timeout!r}")
 
 
 def _load_models():
@@ -118,12 +136,13 @@ def _warm_features(argv, kwargs, cwd, timeout, folder="evaluator"):
     except WarmError as exc:
         if exc.timed_out:
             raise PredictionError(f"the feature evaluator ran longer than {timeout} s") from None
-        raise _failed(exc) from None
+        raise _failed(exc, argv) from None
     return values
 
 
 def features(argv=None, *, cwd=None, timeout=None, warm=True, **kwargs):
     """The selected features' values for one input, from the evaluator: {feature id: value}."""
+    _check_call(cwd, timeout)
     if ENTRY_KIND == "callable":
         if argv:
             raise InputRejected(f"entry {ENTRY} takes keyword arguments, not an argv list")
@@ -161,7 +180,7 @@ def _evaluate(folder, wanted, argv, kwargs, cwd, timeout, warm):
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         said = next((line[len(_ERROR_PREFIX):] for line in reversed(lines) if line.startswith(_ERROR_PREFIX)),
                     lines[-1] if lines else f"exit status {proc.returncode}")
-        raise _failed(said)
+        raise _failed(said, argv)
     try:
         values = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
