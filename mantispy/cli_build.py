@@ -16,12 +16,24 @@ from mantispy.modeling.defaults import VIEW_CONFIDENCE
 from mantispy.outputs import OutputError, check_folder, refuse_overlap
 
 
+def _check_metrics(metrics: tuple[str, ...]) -> None:
+    """Refuse, before anything runs, a metric no profiled run stores (it was refused after the whole campaign ran)."""
+    from mantispy.modeling.fitting import METRIC_ALIASES, resolve_metric
+    from mantispy.runtime.perf_counters import EVENTS, RUSAGE_METRICS
+
+    known = {*METRIC_ALIASES.values(), *EVENTS, *RUSAGE_METRICS}
+    for metric in metrics:
+        if resolve_metric(metric) not in known:
+            raise UserError(f"--metric {metric}: not a metric a run stores; give wall, cpu, work, rss, a counter "
+                            f"(mantispy counters lists them: {next(iter(EVENTS))}, ...) or one of {', '.join(RUSAGE_METRICS)}")
+
+
 @click.command()
 @click.argument("spec_file", metavar="SPEC", type=click.Path(path_type=Path))
 @click.option("-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="The predictor package folder, e.g. predictors/NAME.")
 @click.option("--work", type=click.Path(path_type=Path), default=None, help="Where the store, evaluators and caches live (default: <workdir>/.mantis/build-work/<name>).")
 @click.option("--metric", "metrics", multiple=True, default=("wall", "cpu", "work", "rss"), show_default=True,
-              help="Metrics to model (wall, cpu, work: CPU seconds from the program's own work, rss, or a stored name). Repeatable.")
+              help="Metrics to model (wall, cpu, work: CPU seconds from the program's own work, rss, or a counter: hw.*, sw.*, ru.*). Repeatable.")
 @click.option("--max-cost", default=0.05, show_default=True, type=click.FloatRange(0, 10, min_open=True), help="Largest evaluator cost accepted, as a fraction of the program's run time.")
 @click.option("--train-fraction", default=0.1, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True), help="Inputs used for training; the rest validate.")
 @click.option("--degree", default=3, show_default=True, type=click.IntRange(1, 5), help="Polynomial degree.")
@@ -72,6 +84,7 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
     from mantispy.campaign import SpecError
     from mantispy.store import StoreError
 
+    _check_metrics(metrics)
     options = BuildOptions(spec=spec_file, out=out, work=work, metrics=metrics, max_cost=max_cost,
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,

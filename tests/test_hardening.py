@@ -305,6 +305,16 @@ def test_too_few_inputs_for_the_split_is_said_before_anything_runs(tmp_path):
     assert not (tmp_path / ".mantis").exists() and not (tmp_path / "pred").exists()  # nothing profiled
 
 
+def test_a_metric_no_run_stores_is_refused_before_anything_runs(tmp_path):
+    """--metric bogus was refused after the whole campaign had been profiled, exit 1."""
+    inputs = ", ".join(f'{{id = "i{n}", argv = ["{n}"]}}' for n in range(1, 11))
+    spec = campaign(tmp_path, "import sys\nfor i in range(int(sys.argv[1])):\n    pass\n",
+                    f'name = "bogus"\nsource = "prog"\nentry = "a.py"\n[inputs]\nlist = [{inputs}]\n')
+    proc = run("build", spec, "-o", tmp_path / "pred", "--metric", "cpu", "--metric", "bogus", cwd=tmp_path)
+    assert proc.returncode == 2 and "--metric bogus" in one_line(proc)
+    assert not (tmp_path / ".mantis").exists() and not (tmp_path / "pred").exists()  # nothing profiled
+
+
 def test_a_build_says_which_inputs_the_program_failed_on(tmp_path):
     """Two of twelve inputs crash the program: the build went on without them and said nothing."""
     inputs = ", ".join(f'{{id = "i{n}", argv = ["{n * 20000}"]}}' for n in range(1, 11))
