@@ -52,6 +52,7 @@ def frontier_row(budget: float, record: BuildRecord, out: Path) -> dict[str, Any
         "metrics": {m: {"median_rel_error": d.validation.get("median_rel_error"),
                         "blackbox": d.validation.get("blackbox", {}).get("median_rel_error"),
                         "interval_coverage": d.validation.get("interval_coverage"),
+                        "noise_floor": record.noise_floor(m),
                         "constant": d.is_constant}
                     for m, d in record.metrics.items()},
     }
@@ -80,16 +81,18 @@ def _pct(value: float | None) -> str:
 
 
 def table_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The frontier as a Markdown table: one row per budget, each metric's error beside the black box."""
+    """The frontier as a Markdown table: one row per budget, each metric's error beside the black box's and
+    the campaign's noise floor (no error can be judged below it)."""
     metrics = list(rows[0]["metrics"]) if rows else []
-    head = ["max cost", "evaluator cost (median)", "features"] + [f"{m} (black box)" for m in metrics]
+    head = ["max cost", "evaluator cost (median)", "features"] + [f"{m} (black box) noise floor" for m in metrics]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in rows:
         cells = [f"{row['max_cost']:g}", _pct(row["evaluator_median_fraction"]), str(row["model_features"])]
         for m in metrics:
             data = row["metrics"][m]
             cells.append(f"{_pct(data['median_rel_error'])} ({_pct(data['blackbox'])})"
-                         + (" constant" if data["constant"] else ""))
+                         + (" constant" if data["constant"] else "")
+                         + (f" floor {_pct(data['noise_floor'])}" if data.get("noise_floor") is not None else ""))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

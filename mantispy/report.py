@@ -524,10 +524,12 @@ def _summary(build: dict, order: list[str]) -> str:
             f"<td class=\"num\">{len(terms) if metric.get('model') else '—'}</td>"
             f"<td class=\"num strong\">{_e(fmt_pct(validation.get('median_rel_error')))}</td>"
             f"<td class=\"num\">{_e(fmt_pct(validation.get('mean_rel_error')))}</td>{bb}"
+            f"<td class=\"num\">{_e(fmt_pct(_noise_floor(build, name)))}</td>"
             f"<td class=\"num\">{_e(fmt_count(train))}</td><td class=\"num\">{_e(fmt_count(test))}</td>{ev}</tr>"
         )
     head = ("<thead><tr><th rowspan=\"2\">Metric</th><th rowspan=\"2\">Unit</th><th rowspan=\"2\">Terms</th>"
             "<th colspan=\"2\">Held-out relative error</th><th colspan=\"2\">Black box relative error</th>"
+            "<th rowspan=\"2\">Noise floor<br><small>repeats of one input</small></th>"
             "<th colspan=\"2\">Inputs</th><th rowspan=\"2\">Evaluator cost<br><small>median % of run time</small></th></tr>"
             "<tr><th>median</th><th>mean</th><th>median</th><th>mean</th><th>train</th><th>test</th></tr></thead>")
     foot = ('<p class="note">Held-out errors are the built predictor (feature evaluators plus model) on inputs it never '
@@ -540,6 +542,15 @@ def _summary(build: dict, order: list[str]) -> str:
     verdict_html = (f'<h3>Verdicts</h3><ul class="verdicts">{"".join(f"<li>{_e(line)}</li>" for line in said)}</ul>'
                     if said else "")
     return f'<table class="summary">{head}<tbody>{"".join(rows)}</tbody></table>{foot}{verdict_html}{note_html}'
+
+
+def _noise_floor(build: dict, metric: str) -> float | None:
+    """The campaign's noise floor for ``metric`` (work_s is judged against CPU time), or None."""
+    from mantispy.modeling.work import measured_metric
+
+    found = _d(_d(_d(build.get("campaign")).get("noise")).get(measured_metric(metric)))
+    floor = found.get("floor")
+    return float(floor) if isinstance(floor, (int, float)) and not isinstance(floor, bool) else None
 
 
 def _verdicts(build: dict) -> list[str]:

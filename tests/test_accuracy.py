@@ -517,8 +517,10 @@ def test_frontier_budgets_table_and_plot():
     rows = [{"max_cost": b, "evaluator_median_fraction": cost, "model_features": n, "metrics": {
         "cpu_s": {"median_rel_error": err, "blackbox": 0.2, "interval_coverage": 0.8, "constant": n == 0}}}
         for b, cost, n, err in ((0.01, 0.0, 0, 0.25), (0.05, 0.03, 2, 0.12), (1.0, 0.4, 5, 0.04))]
+    rows[2]["metrics"]["cpu_s"]["noise_floor"] = 0.012  # every accuracy table says the noise floor (issue 17)
     lines = table_lines(rows)
-    assert len(lines) == 5 and "25.0% (20.0%) constant" in lines[2] and "4.0% (20.0%)" in lines[4]
+    assert len(lines) == 5 and "25.0% (20.0%) constant" in lines[2] and "4.0% (20.0%) floor 1.2%" in lines[4]
+    assert "noise floor" in lines[0]
     svg = plot(rows)
     assert svg.startswith("<svg") and svg.count("<circle") == 3 and "black box" in svg
 

@@ -114,7 +114,8 @@ def make_build() -> dict:
         "source_hash": "ab12cd34ef56ab12cd34ef56ab12cd34", "created": "2026-11-21T15:00:00Z",
         "machine": {"cpu": f"Test CPU {EVIL}", "cores": 2, "python": "3.11.7", "platform": "Linux-6.1-x86_64"},
         "options": {"max_cost": 0.05, "train_fraction": 0.1, "metrics": ["wall_s", "cpu_s", "max_rss_kb"], "degree": 3, "seed": 0},
-        "campaign": {"name": "minisearch-bench", "inputs": 300, "runs": 300, "raw_features": 4123, "median_wall_s": 0.8},
+        "campaign": {"name": "minisearch-bench", "inputs": 300, "runs": 300, "raw_features": 4123, "median_wall_s": 0.8,
+                     "noise": {"cpu_s": {"floor": 0.0137}}},
         "metrics": metrics,
         "rounds": [
             {"round": 1, "metric": "wall_s", "selected": [F_INDEX, F_RUN, "x.py:f:loop:1"],
@@ -224,6 +225,7 @@ def test_numbers_formatted(page):
     summary = page.split('<section id="summary">', 1)[1].split("</section>", 1)[0]
     for cell in ("4.0%", "5.0%", "20.0%", "30.0%", "0.42%", "1.0%", ">30<", ">270<"):
         assert cell in summary, cell
+    assert "Noise floor" in summary and ">1.4%<" in summary  # beside every accuracy table (issue 17)
     assert "too expensive" in page and "500 ms, 60.0%" in page
     assert "120 of 900 (13.3%)" in page
     assert "1 ms per input, 0.20% of run time" in page
