@@ -97,6 +97,16 @@ def test_a_chain_does_not_get_faster_with_more_workers():
     assert [t.key for t in critical_path(profile)] == ["c0", "c1", "c2", "c3"]
 
 
+def test_spilling_the_workers_metrics_report_makes_an_operation_memory_bound():
+    """A persisted array larger than the memory limit, summed: the workers' metrics had 0.17 s of disk reads for
+    0.17 s of compute, the tasks' own records (reads over 5 ms only) almost none, and the operation measured cpu."""
+    profile = profile_of(independent(4, 0.05, op="sum"), functions={"sum": NUMPY_KERNEL})
+    assert operations(profile)[0].measured_class == "cpu"
+    metrics = {**profile.worker_metrics, "execute/sum/disk-read/seconds": 0.169}
+    spilled = replace(profile, worker_metrics=metrics)
+    assert operations(spilled)[0].spill_s == pytest.approx(0.169) and operations(spilled)[0].measured_class == "memory"
+
+
 def test_waiting_operations_overlap_beyond_the_cores():
     profile = profile_of(independent(8, 1.0, op="read"), cpu_share={"read": 0.1}, functions={"read": NUMPY_KERNEL})
     assert operations(profile)[0].measured_class == "disk"
