@@ -368,6 +368,8 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     shown = run_mantispy("dataflow", "show", "last", "--store", "store.db", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "parse" in shown.stdout and "critical path" in shown.stdout and "job.py" in shown.stdout
+    # the classifier's agreement with the measured class, which only the benchmark computed
+    assert re.search(r"the code's class agrees with the measured one on \d+ of \d+ operation", shown.stdout), shown.stdout
     listed = run_mantispy("dataflow", "list", "--store", "store.db", cwd=tmp_path)
     assert "complete" in listed.stdout and "job.py" in listed.stdout
 
@@ -394,6 +396,7 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     bars = re.findall(r'<rect class="bar[^"]*" data-task-op="([^"]+)"', dom)
     assert len(bars) == len([t for t in profile.tasks if t.ran]) and bars.count("parse") == 6
     assert "def parse(n):" in dom and "job.py:" in dom  # the operation's source, with its place
+    assert "measured class " in dom and "code's class " in dom  # both classes in each operation's title
 
 
 def test_a_job_without_a_client_is_recorded_too(tmp_path):

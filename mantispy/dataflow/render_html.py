@@ -11,6 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from .classify import classify_operation
 from .operations import critical_path, operations
 from .types import DataflowProfile, FunctionRef
 
@@ -58,6 +59,7 @@ def page_data(profile: DataflowProfile) -> dict[str, Any]:
         "operations": [{"name": op.name, "tasks": op.tasks, "compute_s": op.compute_s, "span_s": op.span_s,
                         "start": op.first_start, "parallelism": op.parallelism, "bytes_in": op.bytes_in,
                         "bytes_out": op.bytes_out, "cpu_share": op.cpu_share, "class": op.measured_class,
+                        "code_class": (classify_operation(op.functions) or (None,))[0],
                         "critical_s": op.critical_s, "layer": layer[op.name],
                         "upstream": [index[u] for u in op.upstream if u in index],
                         "functions": [_function(f) for f in op.own_functions[:4]]} for op in ops],

@@ -64,6 +64,11 @@ def render_operations(profile: DataflowProfile) -> str:
     lines.append("")
     lines.append("class: the resource measured (cpu: thread CPU >= 60 % of task time; memory: spilling; network: "
                  "transfers; disk: waiting); code: the class read off the operation's code (classify.py)")
+    judged = [(op.measured_class, code) for op in ops if (code := code_class(op)) != "-"]
+    if judged:
+        agree = sum(measured == code for measured, code in judged)
+        lines.append(f"the code's class agrees with the measured one on {agree} of {len(judged)} operation(s) whose "
+                     "code could be read")
     return "\n".join(lines) + "\n"
 
 

@@ -54,11 +54,13 @@
       el("text", { x: 5, y: 14 }, g).textContent = name;
       el("text", { x: 5, y: 28 }, g).textContent =
         `${op.tasks} tasks · ${seconds(op.compute_s)} · x${op.parallelism.toFixed(2)} · ${op.class}` +
+        (op.code_class && op.code_class !== op.class ? ` (code: ${op.code_class})` : "") +
         (op.critical_s > 0 ? " · critical" : "");
       const title = el("title", {}, g);
       title.textContent = `${op.name}\n${op.tasks} tasks, ${seconds(op.compute_s)} of task time over ` +
         `${seconds(op.span_s)}\nin ${size(op.bytes_in)}, out ${size(op.bytes_out)}` +
-        (op.cpu_share === null ? "" : `\nCPU ${(op.cpu_share * 100).toFixed(0)} % of task time`);
+        (op.cpu_share === null ? "" : `\nCPU ${(op.cpu_share * 100).toFixed(0)} % of task time`) +
+        `\nmeasured class ${op.class}` + (op.code_class ? `, code's class ${op.code_class}` : ", code not read");
       g.addEventListener("click", () => select(i));
     });
     document.getElementById("dag").appendChild(svg);
