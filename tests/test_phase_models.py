@@ -318,6 +318,21 @@ def test_the_phase_model_reader_refuses_in_one_line_or_checks(fitted, tmp_path, 
     assert all(math.isfinite(c.expected) for c in verdict.comparisons if c.model != "none")
 
 
+def test_a_floor_at_the_edge_of_the_floats_gives_no_infinite_estimate(fitted, tmp_path):
+    """CI found it (the reader's property test): a model floor of 1.7976931348620018e+308 is a finite number the
+    reader accepts, and the check's estimate, centred on the residuals, overflowed to infinity."""
+    document = mutated(fitted, ("phases", "P2", "metrics", "peak_rss_bytes", "model", "floor"), 1.7976931348620018e+308)
+    target = tmp_path / "m.json"
+    target.write_text(json.dumps(document), encoding="utf-8")
+    verdict = check(phase_model.load(target), _phases(18, 2, random.Random(0)), _inputs(18, 2), None)
+    assert all(math.isfinite(c.expected) for c in verdict.comparisons if c.model != "none")
+    function = next(iter(fitted["own_time"]["functions"]))  # the own-time line's slope, likewise
+    document = mutated(fitted, ("own_time", "functions", function, "fit", "slope"), 1.7976931348620018e+308)
+    target.write_text(json.dumps(document), encoding="utf-8")
+    verdict = check(phase_model.load(target), _phases(18, 2, random.Random(0)), _inputs(18, 2), None)
+    assert all(math.isfinite(c.expected) and math.isfinite(c.z) for c in verdict.comparisons if c.model != "none")
+
+
 def test_a_key_holding_a_newline_is_refused_in_one_line(fitted, tmp_path):
     """CI found it: a scaling feature named "\\n" broke the reader's message onto two lines."""
     import copy

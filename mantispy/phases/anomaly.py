@@ -211,6 +211,8 @@ def _compare(phase: str, name: str, metric: str, actual: float, fitted: dict[str
     spread = max(float(residuals["spread"]), options.min_spread)
     z = (math.log(actual / expected) - float(residuals["center"])) / spread
     centred = expected * math.exp(float(residuals["center"]))
+    if not math.isfinite(centred):  # an estimate at the edge of the floats (a damaged model's floor): none
+        return None
     comparison = Comparison(phase, name, metric, actual, centred, z, False, which)
     comparison.departs = comparison.departs_at(options, epoch_s)
     return comparison
@@ -359,6 +361,8 @@ def own_time_comparisons(own: dict[str, Any], run: RunPhases, epoch_s: float,
         else:
             z = (share - float(stats["median"])) / max(float(stats["spread"]), options.min_own_spread)
             expected = float(stats["max"]) * total
+        if not (math.isfinite(expected) and math.isfinite(z)):  # a damaged model's fit at the edge of the floats
+            continue
         label = where(run.own, function) or "run"
         comparison = Comparison(label, names.get(label, "the whole run"), "cpu_s", share * total, expected, z, False,
                                 "own-time", function, total)
