@@ -144,10 +144,12 @@ def _start_cluster(request: ClusterRequest) -> Any:
     from distributed import LocalCluster
 
     # No dashboard; the scheduler's HTTP server (health, metrics) still starts, on a free port rather than on
-    # 8787, which another cluster may hold (Dask then warns in four lines on stderr).
+    # 8787, which another cluster may hold (Dask then warns in four lines on stderr). The workers log only
+    # critical lines: at ERROR a worker whose heartbeat meets the scheduler closing first prints a traceback,
+    # and what the recording needs to say of a worker (lost, restarted, spilled) it says from the profile.
     kwargs: dict[str, Any] = {"n_workers": request.workers, "threads_per_worker": request.threads_per_worker,
                               "processes": True, "dashboard_address": ":0", "scheduler_kwargs": {"dashboard": False},
-                              "silence_logs": logging.ERROR}
+                              "silence_logs": logging.CRITICAL}
     if request.memory_limit is not None:
         kwargs["memory_limit"] = request.memory_limit
     cluster = LocalCluster(**kwargs)
