@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mantispy.dataflow.operations import critical_path, operations
+from mantispy.dataflow.operations import critical_path, operations, transfer_totals
 from mantispy.dataflow.types import (
     ClusterConfig,
     DataflowProfile,
@@ -27,6 +27,7 @@ from mantispy.dataflow.types import (
     MachinePoint,
     ProfileError,
     TaskRun,
+    Transfer,
     WorkerPoint,
     profile_from_json,
     read_profile,
@@ -237,6 +238,21 @@ def test_transfers_between_workers_cost_time():
     assert two.completion_s > one.completion_s + 0.5  # 100 MB at Dask's default 100 MB/s
 
 
+def test_fetched_bytes_go_to_the_operation_whose_results_moved():
+    profile = profile_of([task("a0", 0, 1, op="load"), task("a1", 0, 1, op="load", worker="w2"),
+                          task("b0", 1, 2, deps=("a0", "a1"), op="sum")])
+    sizes = {"a0": 300, "a1": 100}
+    profile.tasks = [replace(t, nbytes=sizes.get(t.key, 8)) for t in profile.tasks]
+    profile.transfers = [Transfer("w1", "w2", 1.0, 1.5, ("a1",), 120), Transfer("w3", "w1", 1.0, 1.2, ("a0", "a1"), 400),
+                         Transfer("w3", "w1", 1.0, 1.1, ("gone",), 50)]
+    moved = {op.name: op.bytes_moved for op in operations(profile)}
+    assert moved == {"load": 520, "sum": 0}  # the fetch of unknown keys belongs to no operation
+    totals = transfer_totals(profile)
+    assert (totals.fetches, totals.nbytes, round(totals.seconds, 6), totals.median_rate) == (3, 570, 0.8, None)
+    profile.transfers.append(Transfer("w1", "w2", 2.0, 2.5, ("a1",), 1_000_000))
+    assert transfer_totals(profile).median_rate == 2_000_000
+
+
 def test_bad_configurations_and_empty_profiles_are_refused():
     with pytest.raises(WhatIfError):
         Configuration(0, 1, None, 2)
@@ -273,7 +289,14 @@ def profiles(draw) -> DataflowProfile:
         complete=draw(st.booleans()), tasks=tasks,
         functions={draw(names): [FunctionRef(draw(names), draw(names), draw(names), draw(st.integers(0, 10**6)))]},
         machine=[MachinePoint(draw(seconds), draw(seconds))], notes=draw(st.lists(names, max_size=2)),
-        worker_metrics={draw(names): draw(seconds)})
+        worker_metrics={draw(names): draw(seconds)}, transfers=draw(st.lists(transfers(), max_size=3)))
+
+
+@st.composite
+def transfers(draw) -> Transfer:
+    start = draw(seconds)
+    return Transfer(worker=draw(names), source=draw(names), start=start, stop=start + draw(seconds),
+                    keys=tuple(draw(st.lists(names, max_size=3))), nbytes=draw(st.integers(0, 2**40)))
 
 
 @given(profiles())
@@ -287,6 +310,7 @@ def test_a_profile_reads_back_as_written(profile):
 def test_a_mutated_profile_is_read_or_refused_in_one_line(tmp_path, data):
     document = json.loads(profile_of(independent(2, 1.0), functions={"work": PYTHON_CODE}).to_json())
     document["machine"] = [{"t": 0.0, "busy_s": 1.0}]
+    document["transfers"] = [{"worker": "w2", "source": "w1", "start": 1.0, "stop": 1.5, "keys": ["k0"], "nbytes": 10}]
     read = read_mutated(document, data, tmp_path, read_profile, ProfileError)
     assert read is None or isinstance(read, DataflowProfile)
 
@@ -364,10 +388,16 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     # the machine's load: 0.43 in a fresh clone's suite on 2 busy cores, so no threshold here)
     assert ops["parse"].cpu_share is not None and 0 < ops["parse"].cpu_share <= 1
     assert profile.machine and profile.series
+    # total ran on one worker and fetched the parts the other computed, each fetch with its bytes
+    parse_keys = {t.key: t for t in profile.tasks if t.operation == "parse"}
+    assert profile.transfers and all(x.source != x.worker and x.nbytes > 0 for x in profile.transfers)
+    assert all(k in parse_keys and parse_keys[k].worker == x.source for x in profile.transfers for k in x.keys)
+    assert ops["parse"].bytes_moved == sum(x.nbytes for x in profile.transfers) and ops["total"].bytes_moved == 0
 
     shown = run_mantispy("dataflow", "show", "last", "--store", "store.db", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "parse" in shown.stdout and "critical path" in shown.stdout and "job.py" in shown.stdout
+    assert f"transfers: {len(profile.transfers)} fetch(es) between workers" in shown.stdout
     # the classifier's agreement with the measured class, which only the benchmark computed
     assert re.search(r"the code's class agrees with the measured one on \d+ of \d+ operation", shown.stdout), shown.stdout
     listed = run_mantispy("dataflow", "list", "--store", "store.db", cwd=tmp_path)
@@ -397,6 +427,7 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     assert len(bars) == len([t for t in profile.tasks if t.ran]) and bars.count("parse") == 6
     assert "def parse(n):" in dom and "job.py:" in dom  # the operation's source, with its place
     assert "measured class " in dom and "code's class " in dom  # both classes in each operation's title
+    assert "fetched by other workers" in dom and "fetches between workers" in dom  # parse's moved bytes, the totals
 
 
 def test_a_job_without_a_client_is_recorded_too(tmp_path):
@@ -444,6 +475,8 @@ def test_a_job_that_starts_its_own_cluster_is_recorded_on_it(tmp_path, how):
     ops = {op.name: op for op in operations(profile)}
     assert ops["parse"].tasks == 6 and ops["total"].upstream == ("parse",)
     assert ops["parse"].cpu_share is not None and 0 < ops["parse"].cpu_share <= 1
+    if len({t.worker for t in profile.tasks if t.operation == "parse"}) > 1:  # the job's workers reported fetches
+        assert profile.transfers and ops["parse"].bytes_moved > 0
     shown = run_mantispy("dataflow", "show", "p.json", cwd=tmp_path)
     assert "the job's own cluster at tcp://" in shown.stdout
     whatif = run_mantispy("dataflow", "whatif", "p.json", "--workers", "1", "--threads", "1", "--json", cwd=tmp_path)
@@ -564,6 +597,8 @@ def test_record_on_a_scheduler_and_worker_started_with_dasks_own_commands(tmp_pa
         assert {op.name for op in operations(profile)} >= {"parse", "total"}
         with Client(address, timeout=30) as client:  # the recorder left the scheduler
             assert "mantispy-dataflow" not in client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.plugins))
+            left = client.run(lambda dask_worker: list(dask_worker.plugins))
+            assert not any(name.startswith("mantispy-") for names in left.values() for name in names), left
     finally:
         for proc in procs:
             os.killpg(proc.pid, signal.SIGTERM)

@@ -32,6 +32,7 @@ class Operation:
     last_stop: float
     bytes_out: int
     bytes_in: int
+    bytes_moved: int  # of its results, fetched by other workers (the workers' own log of each fetch)
     upstream: tuple[str, ...]
     cpu_share: float | None  # thread CPU over task time, from the workers' metrics; None when not reported
     critical_s: float  # its tasks' compute time on the critical path
@@ -93,6 +94,42 @@ def spill_seconds(profile: DataflowProfile) -> dict[str, float]:
     return dict(spent)
 
 
+def moved_bytes(profile: DataflowProfile) -> dict[str, int]:
+    """Per operation, the bytes of its results that workers fetched from one another (the profile's
+    transfers; a result fetched by two workers counts twice)."""
+    by_key = {t.key: t for t in profile.tasks}
+    moved: dict[str, float] = defaultdict(float)
+    for transfer in profile.transfers:
+        known = [by_key[k] for k in transfer.keys if k in by_key]
+        sizes = sum(t.nbytes for t in known)
+        for task in known:  # one fetch of several results: its bytes shared in proportion to their sizes
+            moved[task.operation] += transfer.nbytes * (task.nbytes / sizes if sizes else 1 / len(known))
+    return {op: round(b) for op, b in moved.items()}
+
+
+@dataclass(frozen=True)
+class TransferTotals:
+    """The job's fetches between workers, summed."""
+
+    fetches: int
+    nbytes: int
+    seconds: float
+    median_rate: float | None  # bytes per second over fetches of at least RATE_MIN_BYTES; None: none so large
+
+
+RATE_MIN_BYTES = 100_000
+"""Smaller fetches are all latency: their rate says nothing of the network."""
+
+
+def transfer_totals(profile: DataflowProfile) -> TransferTotals:
+    """How many fetches, how many bytes, how long, and at what median rate."""
+    rates = sorted(x.nbytes / x.duration_s for x in profile.transfers
+                   if x.duration_s > 0 and x.nbytes >= RATE_MIN_BYTES)
+    return TransferTotals(fetches=len(profile.transfers), nbytes=sum(x.nbytes for x in profile.transfers),
+                          seconds=sum(x.duration_s for x in profile.transfers),
+                          median_rate=rates[len(rates) // 2] if rates else None)
+
+
 def critical_path(profile: DataflowProfile) -> list[TaskRun]:
     """The chain of dependent tasks with the most compute and transfer time (ran tasks only)."""
     ran = {t.key: t for t in profile.tasks if t.ran}
@@ -125,6 +162,7 @@ def operations(profile: DataflowProfile) -> list[Operation]:
     groups: dict[str, list[TaskRun]] = defaultdict(list)
     for task in profile.tasks:
         groups[task.operation].append(task)
+    moved = moved_bytes(profile)
     result = []
     for name, tasks in groups.items():
         ran = [t for t in tasks if t.ran]
@@ -136,7 +174,8 @@ def operations(profile: DataflowProfile) -> list[Operation]:
             spill_s=max(sum(t.spill_s for t in ran), spilled.get(name, 0.0)),
             first_start=min((t.start for t in ran), default=profile.ended) - profile.started,
             last_stop=max((t.stop for t in ran), default=profile.ended) - profile.started,
-            bytes_out=sum(t.nbytes for t in ran), bytes_in=bytes_in, upstream=tuple(upstream),
+            bytes_out=sum(t.nbytes for t in ran), bytes_in=bytes_in,
+            bytes_moved=moved.get(name, 0), upstream=tuple(upstream),
             cpu_share=shares.get(name), critical_s=on_path.get(name, 0.0),
             functions=tuple(profile.functions.get(name, ()))))
     return sorted(result, key=lambda op: (op.first_start, op.name))

@@ -16,6 +16,8 @@ from typing import Any
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 PLUGIN_NAME = "mantispy-dataflow"
+TRANSFER_TOPIC = f"{PLUGIN_NAME}-transfer"
+"""The event topic on which :class:`TransferLog` reports each fetch to the scheduler."""
 FUNCTIONS_PER_OPERATION = 3
 """How many tasks of each operation have their callables located (the rest run the same code)."""
 _MAX_CALLABLES = 24
@@ -34,6 +36,7 @@ class DataflowRecorder(SchedulerPlugin):
         self.functions: dict[str, list[dict[str, Any]]] = {}
         self.workers: dict[str, dict[str, Any]] = {}
         self.series: list[dict[str, Any]] = []
+        self.transfers: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.metrics_at_start: dict[str, float] = {}
         self.started = time.time()
@@ -128,6 +131,16 @@ class DataflowRecorder(SchedulerPlugin):
                                     "priority": [float(p) for p in ts.priority or ()], "submitted": None}
         self.runs[name] = entry
 
+    def log_event(self, topic: str, msg: Any) -> None:
+        """Keep each fetch a worker's :class:`TransferLog` reports."""
+        if topic == TRANSFER_TOPIC:
+            self._guarded("transfer", self._transfer, msg)
+
+    def _transfer(self, msg: dict[str, Any]) -> None:
+        self.transfers.append({"worker": str(msg["worker"]), "source": str(msg["source"]),
+                               "start": float(msg["start"]), "stop": float(msg["stop"]),
+                               "keys": [str(k) for k in msg["keys"]], "nbytes": int(msg["nbytes"])})
+
     def _sample(self) -> None:
         self._guarded("metrics", self._sample_metrics)
 
@@ -162,7 +175,7 @@ class DataflowRecorder(SchedulerPlugin):
                    if value - self.metrics_at_start.get(name, 0.0) != 0.0}
         return {"started": self.started, "snapshot_at": time.time(), "graph": self.graph, "runs": self.runs,
                 "functions": self.functions, "workers": self.workers, "series": self.series,
-                "worker_metrics": metrics, "notes": list(self.notes)}
+                "transfers": self.transfers, "worker_metrics": metrics, "notes": list(self.notes)}
 
 
 class LastHeartbeat(WorkerPlugin):
@@ -176,6 +189,57 @@ class LastHeartbeat(WorkerPlugin):
         try:
             await worker.heartbeat()
         except Exception:  # noqa: BLE001, S110 - never break a closing worker; the accounting is then short
+            pass
+
+
+class TransferLog(WorkerPlugin):
+    """A worker plugin that reports every fetch of task results the worker makes (source, keys, bytes,
+    times) to the scheduler, where :class:`DataflowRecorder` keeps it.
+
+    Dask's worker logs each fetch in ``transfer_incoming_log`` (a bounded deque, times already on the
+    scheduler's clock) before the fetched keys move to memory; at each such move the plugin sends the
+    entries logged since its last report, and at teardown the rest."""
+
+    name = f"{PLUGIN_NAME}-transfers"
+
+    def __init__(self) -> None:
+        self._worker: Any = None
+        self._last: Any = None
+
+    def setup(self, worker: Any) -> None:
+        """Remember the worker; fetches logged before the plugin came are not the job's."""
+        self._worker = worker
+        log = getattr(worker, "transfer_incoming_log", None)
+        self._last = log[-1] if log else None
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        """After a fetch lands, report what the worker logged since the last report."""
+        if start == "flight":
+            self._report()
+
+    def teardown(self, worker: Any) -> None:
+        """Report what is left while the worker can still talk to the scheduler."""
+        self._report()
+
+    def _report(self) -> None:
+        try:
+            log = self._worker.transfer_incoming_log
+            fresh = []
+            for entry in reversed(log):
+                if entry is self._last:
+                    break
+                fresh.append(entry)
+            if not fresh:
+                return
+            self._last = log[-1]
+            address = str(self._worker.address)
+            for entry in reversed(fresh):
+                keys = entry.get("keys") or {}
+                self._worker.log_event(TRANSFER_TOPIC, {
+                    "worker": address, "source": str(entry.get("who", "")), "start": float(entry["start"]),
+                    "stop": float(entry["stop"]), "keys": [str(k) for k in keys],
+                    "nbytes": int(entry.get("total") or sum(int(v or 0) for v in keys.values()))})
+        except Exception:  # noqa: BLE001, S110 - never break a worker; the profile then lacks these transfers
             pass
 
 

@@ -28,8 +28,8 @@ from typing import Any
 from mantispy.core.watchdog import WATCHDOG, run_watched
 from mantispy.measurement import MachineSnapshot
 
-from .plugin import PLUGIN_NAME, DataflowRecorder, snapshot
-from .types import ClusterConfig, DataflowProfile, FunctionRef, MachinePoint, TaskRun, WorkerInfo, WorkerPoint
+from .plugin import PLUGIN_NAME, DataflowRecorder, TransferLog, snapshot
+from .types import ClusterConfig, DataflowProfile, FunctionRef, MachinePoint, TaskRun, Transfer, WorkerInfo, WorkerPoint
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -95,6 +95,7 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
                 raw = client.run_on_scheduler(snapshot, name=PLUGIN_NAME)
                 if scheduler is not None:
                     client.unregister_scheduler_plugin(PLUGIN_NAME)
+                    client.unregister_worker_plugin(TransferLog.name)
         finally:
             client.close()
     finally:
@@ -161,6 +162,7 @@ def _start_cluster(request: ClusterRequest) -> Any:
 def _register(client: Any, interval: float, address: str) -> None:
     try:
         client.register_plugin(DataflowRecorder(interval), name=PLUGIN_NAME)
+        client.register_plugin(TransferLog(), name=TransferLog.name)
     except (ImportError, ModuleNotFoundError) as exc:
         raise RecordError(f"the scheduler at {address} cannot load mantispy's recorder ({exc}); install mantispy "
                           "in the scheduler's environment") from None
@@ -258,6 +260,8 @@ def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: fl
     workers = [WorkerInfo(address=a, name=str(w.get("name", "")), nthreads=int(w.get("nthreads", 0)),
                           memory_limit=int(w.get("memory_limit", 0))) for a, w in (raw.get("workers") or {}).items()]
     series = [WorkerPoint(**point) for point in raw.get("series") or ()]
+    transfers = [Transfer(worker=x["worker"], source=x["source"], start=x["start"], stop=x["stop"],
+                          keys=tuple(x["keys"]), nbytes=x["nbytes"]) for x in raw.get("transfers") or ()]
     script = _script_path(command, cwd)
     functions = {op: [_main_file(FunctionRef(**entry), script) for entry in entries]
                  for op, entries in (raw.get("functions") or {}).items()}
@@ -281,7 +285,7 @@ def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: fl
     return DataflowProfile(command=command, cwd=cwd, cluster=cluster, started=started, ended=ended,
                            returncode=returncode, complete=complete, tasks=tasks, functions=functions,
                            workers=workers, series=series, worker_metrics=dict(raw.get("worker_metrics") or {}),
-                           notes=notes)
+                           notes=notes, transfers=transfers)
 
 
 def _script_path(command: list[str], cwd: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .classify import classify_operation
-from .operations import critical_path, operations
+from .operations import critical_path, operations, transfer_totals
 from .types import DataflowProfile, FunctionRef
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -27,7 +27,8 @@ def render(profile: DataflowProfile) -> str:
     style = (ASSETS / "dataflow.css").read_text(encoding="utf-8")
     c = profile.cluster
     meta = (f"{'complete' if profile.complete else 'INCOMPLETE'} · exit status {profile.returncode} · "
-            f"{profile.wall_s:.2f} s · {c.workers} worker(s) x {c.threads_per_worker} thread(s) · {c.cores} cores")
+            f"{profile.wall_s:.2f} s · {c.workers} worker(s) x {c.threads_per_worker} thread(s) · {c.cores} cores"
+            + (_transfers(profile) if profile.transfers else ""))
     notes = "".join(f"<li>{escape(n)}</li>" for n in profile.notes)
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -39,6 +40,12 @@ def render(profile: DataflowProfile) -> str:
         f"<script type='application/json' id='dataflow-data'>{_embed(data)}</script>\n"
         f"<script>{script}</script></body></html>\n"
     )
+
+
+def _transfers(profile: DataflowProfile) -> str:
+    totals = transfer_totals(profile)
+    rate = "" if totals.median_rate is None else f" (median {totals.median_rate / 1e6:.0f} MB/s)"
+    return f" · {totals.fetches} fetches between workers, {totals.nbytes / 1e6:.1f} MB in {totals.seconds:.2f} s{rate}"
 
 
 def page_data(profile: DataflowProfile) -> dict[str, Any]:
@@ -58,7 +65,7 @@ def page_data(profile: DataflowProfile) -> dict[str, Any]:
     return {
         "operations": [{"name": op.name, "tasks": op.tasks, "compute_s": op.compute_s, "span_s": op.span_s,
                         "start": op.first_start, "parallelism": op.parallelism, "bytes_in": op.bytes_in,
-                        "bytes_out": op.bytes_out, "cpu_share": op.cpu_share, "class": op.measured_class,
+                        "bytes_out": op.bytes_out, "bytes_moved": op.bytes_moved, "cpu_share": op.cpu_share, "class": op.measured_class,
                         "code_class": (classify_operation(op.functions) or (None,))[0],
                         "critical_s": op.critical_s, "layer": layer[op.name],
                         "upstream": [index[u] for u in op.upstream if u in index],

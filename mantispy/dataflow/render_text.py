@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .operations import Operation, critical_path, operations
+from .operations import RATE_MIN_BYTES, Operation, critical_path, operations, transfer_totals
 from .types import ClusterConfig, DataflowProfile
 from .whatif import Prediction
 
@@ -45,6 +45,8 @@ def render_operations(profile: DataflowProfile) -> str:
         last = max(t.stop for t in ran) - profile.started
         lines.append(f"  {len(ran)} tasks in {len(ops)} operations; tasks ran from {first:.2f} s to {last:.2f} s, "
                      f"{sum(t.compute_s for t in ran):.2f} s of task time")
+    if profile.transfers:
+        lines.append("  " + transfers_line(profile))
     path = critical_path(profile)
     if path:
         names: list[str] = []
@@ -56,13 +58,14 @@ def render_operations(profile: DataflowProfile) -> str:
     for note in profile.notes:
         lines.append(f"  note: {note}")
     lines.append("")
-    header = f"{'operation':<44} {'tasks':>6} {'task s':>8} {'span s':>7} {'par':>5} {'in':>9} {'out':>9} {'cpu':>5} " \
+    header = f"{'operation':<44} {'tasks':>6} {'task s':>8} {'span s':>7} {'par':>5} {'in':>9} {'out':>9} {'moved':>9} {'cpu':>5} " \
              f"{'class':<8} {'code':<8} {'crit s':>7}  source"
     lines.append(header)
     for op in ops:
         lines.append(_operation_line(op))
     lines.append("")
-    lines.append("class: the resource measured (cpu: thread CPU >= 60 % of task time; memory: spilling; network: "
+    lines.append("in: its inputs' bytes; out: its results'; moved: of its results, fetched by other workers; "
+                 "class: the resource measured (cpu: thread CPU >= 60 % of task time; memory: spilling; network: "
                  "transfers; disk: waiting); code: the class read off the operation's code (classify.py)")
     judged = [(op.measured_class, code) for op in ops if (code := code_class(op)) != "-"]
     if judged:
@@ -70,6 +73,14 @@ def render_operations(profile: DataflowProfile) -> str:
         lines.append(f"the code's class agrees with the measured one on {agree} of {len(judged)} operation(s) whose "
                      "code could be read")
     return "\n".join(lines) + "\n"
+
+
+def transfers_line(profile: DataflowProfile) -> str:
+    """The fetches between workers in one line: how many, how much, how long, at what rate."""
+    totals = transfer_totals(profile)
+    rate = "" if totals.median_rate is None else \
+        f", median {_size(totals.median_rate)}/s on fetches of {_size(RATE_MIN_BYTES)} or more"
+    return f"transfers: {totals.fetches} fetch(es) between workers moved {_size(totals.nbytes)} in {totals.seconds:.2f} s{rate}"
 
 
 def code_class(op: Operation) -> str:
@@ -86,7 +97,7 @@ def _operation_line(op: Operation) -> str:
                        for f in op.own_functions[:2])
     name = op.name if len(op.name) <= 44 else op.name[:41] + "..."
     return (f"{name:<44} {op.tasks:>6} {op.compute_s:>8.3f} {op.span_s:>7.3f} {op.parallelism:>5.2f} "
-            f"{_size(op.bytes_in):>9} {_size(op.bytes_out):>9} {cpu:>5} {op.measured_class:<8} {code_class(op):<8} "
+            f"{_size(op.bytes_in):>9} {_size(op.bytes_out):>9} {_size(op.bytes_moved):>9} {cpu:>5} {op.measured_class:<8} {code_class(op):<8} "
             f"{op.critical_s:>7.3f}  {source}")
 
 
@@ -100,7 +111,8 @@ def operations_json(profile: DataflowProfile) -> dict[str, Any]:
         ops.append(body)
     return {"command": profile.command, "complete": profile.complete, "wall_s": profile.wall_s,
             "cluster": asdict(profile.cluster), "operations": ops,
-            "critical_path": [t.key for t in critical_path(profile)], "notes": profile.notes}
+            "critical_path": [t.key for t in critical_path(profile)], "transfers": asdict(transfer_totals(profile)),
+            "notes": profile.notes}
 
 
 def render_prediction(profile: DataflowProfile, prediction: Prediction) -> str:

@@ -112,6 +112,23 @@ class WorkerPoint:
 
 
 @dataclass(frozen=True)
+class Transfer:
+    """One fetch of task results from one worker to another, as the receiving worker logged it."""
+
+    worker: str  # the receiver
+    source: str  # the worker the data came from
+    start: float
+    stop: float
+    keys: tuple[str, ...]  # the tasks whose results it moved
+    nbytes: int  # their size, as the receiver measured it
+
+    @property
+    def duration_s(self) -> float:
+        """How long the fetch took."""
+        return max(0.0, self.stop - self.start)
+
+
+@dataclass(frozen=True)
 class MachinePoint:
     """The whole machine's busy CPU seconds (all processes, all cores, since boot) at one moment."""
 
@@ -137,6 +154,7 @@ class DataflowProfile:
     worker_metrics: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     machine: list[MachinePoint] = field(default_factory=list)
+    transfers: list[Transfer] = field(default_factory=list)  # empty in profiles recorded before they were kept
 
     @property
     def wall_s(self) -> float:
@@ -224,6 +242,13 @@ def profile_from_json(text: str) -> DataflowProfile:
     for i, item in enumerate(root.items("machine") if "machine" in body else []):
         m = _Fields(item, f"machine[{i}]")
         machine.append(MachinePoint(t=m.number("t"), busy_s=m.number("busy_s", low=0.0)))
+    transfers = []
+    for i, item in enumerate(root.items("transfers") if "transfers" in body else []):
+        x = _Fields(item, f"transfers[{i}]")
+        transfers.append(Transfer(worker=x.text("worker"), source=x.text("source"), start=x.number("start"),
+                                  stop=x.number("stop"), keys=tuple(x.texts("keys")), nbytes=x.integer("nbytes", low=0)))
+        if transfers[-1].stop < transfers[-1].start:
+            raise ProfileError(f"field transfers[{i}].stop: before its start")
     metrics = root.obj("worker_metrics")
     worker_metrics = {str(k): metrics.number(k) for k in metrics.body}
     returncode = root.opt_integer("returncode", low=None)  # negative: killed by that signal
@@ -233,7 +258,7 @@ def profile_from_json(text: str) -> DataflowProfile:
     return DataflowProfile(command=root.texts("command"), cwd=root.text("cwd"), cluster=cluster, started=started,
                            ended=ended, returncode=returncode, complete=root.flag("complete"), tasks=tasks,
                            functions=functions, workers=workers, series=series, worker_metrics=worker_metrics,
-                           notes=root.texts("notes"), machine=machine)
+                           notes=root.texts("notes"), machine=machine, transfers=transfers)
 
 
 def _bad(name: str, what: str) -> Any:

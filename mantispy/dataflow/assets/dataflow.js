@@ -59,6 +59,7 @@
       const title = el("title", {}, g);
       title.textContent = `${op.name}\n${op.tasks} tasks, ${seconds(op.compute_s)} of task time over ` +
         `${seconds(op.span_s)}\nin ${size(op.bytes_in)}, out ${size(op.bytes_out)}` +
+        (op.bytes_moved ? `, ${size(op.bytes_moved)} of it fetched by other workers` : "") +
         (op.cpu_share === null ? "" : `\nCPU ${(op.cpu_share * 100).toFixed(0)} % of task time`) +
         `\nmeasured class ${op.class}` + (op.code_class ? `, code's class ${op.code_class}` : ", code not read");
       g.addEventListener("click", () => select(i));

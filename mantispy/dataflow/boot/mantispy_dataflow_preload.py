@@ -3,8 +3,9 @@
 A job that makes its own ``LocalCluster`` (or ``Client(n_workers=...)``) runs its tasks on a scheduler
 mantispy did not start. The recorder sets Dask's ``distributed.scheduler.preload`` to this module for the
 job, so every scheduler the job starts runs :func:`dask_setup` (which adds mantispy's recorder plugin to
-it) and, when it closes, :func:`dask_teardown` (which writes what the plugin holds, as JSON, into the
-folder ``MANTIS_DATAFLOW_OWN`` names). A job that ends without closing its cluster is written at exit.
+it, and to its workers the plugins that send a last heartbeat and report each fetch) and, when it closes,
+:func:`dask_teardown` (which writes what the plugin holds, as JSON, into the folder ``MANTIS_DATAFLOW_OWN``
+names). A job that ends without closing its cluster is written at exit.
 Where the job's interpreter cannot import mantispy, a note says so instead, and the job runs unrecorded.
 """
 
@@ -47,23 +48,24 @@ def _write(scheduler, why: str) -> None:
 
 
 async def dask_setup(scheduler) -> None:
-    """Add mantispy's recorder to a scheduler the job starts, and to its workers the plugin that sends a
-    last heartbeat as they close (Dask calls this when the scheduler starts)."""
+    """Add mantispy's recorder to a scheduler the job starts, and to its workers the plugins that send a
+    last heartbeat as they close and report each fetch (Dask calls this when the scheduler starts)."""
     if not _FOLDER:
         return
     try:
         from distributed.protocol.pickle import dumps
 
-        from mantispy.dataflow.plugin import PLUGIN_NAME, DataflowRecorder, LastHeartbeat
+        from mantispy.dataflow.plugin import PLUGIN_NAME, DataflowRecorder, LastHeartbeat, TransferLog
     except ImportError as exc:
         with open(_path(scheduler, ".note"), "w", encoding="utf-8") as handle:
             handle.write(f"the job's own cluster was not recorded: its interpreter cannot import mantispy ({exc})")
         return
     scheduler.add_plugin(DataflowRecorder(_INTERVAL), name=PLUGIN_NAME)
-    try:
-        await scheduler.register_worker_plugin(None, dumps(LastHeartbeat()), name=LastHeartbeat.name, idempotent=True)
-    except TypeError:  # a distributed before the keyword
-        await scheduler.register_worker_plugin(None, dumps(LastHeartbeat()), name=LastHeartbeat.name)
+    for plugin in (LastHeartbeat(), TransferLog()):
+        try:
+            await scheduler.register_worker_plugin(None, dumps(plugin), name=plugin.name, idempotent=True)
+        except TypeError:  # a distributed before the keyword
+            await scheduler.register_worker_plugin(None, dumps(plugin), name=plugin.name)
     atexit.register(_at_exit, scheduler)
 
 
