@@ -141,6 +141,11 @@ def _fit(store_path: Path, campaign_name: str | None, options, fit_path: Path, a
     except (RecordingError, PhaseDataError, phase_model.PhaseModelError) as exc:
         raise UserError(str(exc)) from None
     phase_model.save(fitted, fit_path)
+    with RecordingStore(store_path, create=False) as store:  # the runs' phases under the model's labels, as check keeps
+        for run in training:
+            if run.recording_id is not None:
+                store.save_phases(run.recording_id, {**asdict(options), "epoch_s": run.phases.epoch_s,
+                                                     "model": str(fit_path)}, run.phases.phases)
     if as_json:
         click.echo(json.dumps(fitted["evaluation"], indent=1))
         return

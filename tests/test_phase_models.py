@@ -402,6 +402,29 @@ def test_phases_fit_reports_per_phase_and_total_errors(campaign):
     assert len(json.loads(listed.stdout)) == 24  # every sampled run of the campaign, instrumented ones too
 
 
+def test_phases_fit_stores_each_training_runs_phases_under_the_models_labels(campaign):
+    """The run's view and `phases` listing then show the phases the model was fitted on (a --fit stored
+    nothing: a run kept the labels of an earlier `phases` call, which need not be the model's)."""
+    folder, store, _ = campaign
+    from mantispy.sampling.store import RecordingStore
+
+    with RecordingStore(store, create=False) as db:
+        for recording in db.recordings():
+            db.save_phases(recording.id, {"stale": True}, [])
+    fit = subprocess.run([*CLI, "phases", "--fit", "refit.json", "--store", str(store)], cwd=folder,
+                         capture_output=True, text=True)
+    assert fit.returncode == 0, fit.stderr
+    model = phase_model.load(folder / "refit.json")
+    with RecordingStore(store, create=False) as db:
+        stored = [db.phases(recording.id) for recording in db.recordings()]
+    refitted = [entry for entry in stored if entry is not None and entry[0].get("model") == "refit.json"]
+    assert len(refitted) == model["training"]["runs"] == 12  # the uninstrumented runs; the instrumented keep theirs
+    labels = {label for label, _ in model["known"]}
+    assert all(entry[0]["epoch_s"] == model["epoch_s"] and entry[1] and {row["label"] for row in entry[1]} <= labels
+               for entry in refitted)
+    assert set(model["phases"]) <= {row["label"] for entry in refitted for row in entry[1]}
+
+
 def test_check_tells_a_normal_run_from_one_with_a_slowed_phase(campaign):
     folder, _, _ = campaign
     program = ["--", "phased.py", "--records", "15", "--passes", "2"]

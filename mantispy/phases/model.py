@@ -90,6 +90,7 @@ class TrainingRun:
     features: dict[str, float]  # the program's feature counts for this input (empty outside a campaign)
     phases: RunPhases
     whole: dict[str, float]  # whole-run metrics (see :func:`whole_run`)
+    recording_id: int | None = None  # the recording its phases came from, where there is one
 
 
 @dataclass(frozen=True)

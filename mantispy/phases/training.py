@@ -100,7 +100,8 @@ def campaign_training(store_path: Path, campaign_name: str | None, options: Phas
                 functions.update(row["profile"])
             assert recording.run_id is not None
             training.append(TrainingRun(link.run_input[recording.run_id], link.inputs_of(recording.run_id),
-                                        link.features_of(recording.run_id), phases, whole_run(phases)))
+                                        link.features_of(recording.run_id), phases, whole_run(phases),
+                                        recording_id=recording.id))
     if skipped:
         log(f"{len(skipped)} recording(s) left out: {skipped[0]}")
     sampling = {"rate": statistics.median(r.rate for r in recordings), "interval": statistics.median(r.interval for r in recordings),
