@@ -61,13 +61,14 @@ def render_operations(profile: DataflowProfile) -> str:
     header = f"{'operation':<44} {'tasks':>6} {'task s':>8} {'span s':>7} {'par':>5} {'in':>9} {'out':>9} {'moved':>9} {'cpu':>5} " \
              f"{'class':<8} {'code':<8} {'crit s':>7}  source"
     lines.append(header)
+    classes = {op.name: code_class(op) for op in ops}
     for op in ops:
-        lines.append(_operation_line(op))
+        lines.append(_operation_line(op, classes[op.name]))
     lines.append("")
     lines.append("in: its inputs' bytes; out: its results'; moved: of its results, fetched by other workers; "
                  "class: the resource measured (cpu: thread CPU >= 60 % of task time; memory: spilling; network: "
                  "transfers; disk: waiting); code: the class read off the operation's code (classify.py)")
-    judged = [(op.measured_class, code) for op in ops if (code := code_class(op)) != "-"]
+    judged = [(op.measured_class, classes[op.name]) for op in ops if classes[op.name] != "-"]
     if judged:
         agree = sum(measured == code for measured, code in judged)
         lines.append(f"the code's class agrees with the measured one on {agree} of {len(judged)} operation(s) whose "
@@ -91,13 +92,13 @@ def code_class(op: Operation) -> str:
     return found[0] if found else "-"
 
 
-def _operation_line(op: Operation) -> str:
+def _operation_line(op: Operation, code: str) -> str:
     cpu = "-" if op.cpu_share is None else f"{op.cpu_share * 100:.0f}%"
     source = ", ".join(f"{f.label} ({f.file.rsplit('/', 1)[-1]}:{f.line})" if f.file else f.label
                        for f in op.own_functions[:2])
     name = op.name if len(op.name) <= 44 else op.name[:41] + "..."
     return (f"{name:<44} {op.tasks:>6} {op.compute_s:>8.3f} {op.span_s:>7.3f} {op.parallelism:>5.2f} "
-            f"{_size(op.bytes_in):>9} {_size(op.bytes_out):>9} {_size(op.bytes_moved):>9} {cpu:>5} {op.measured_class:<8} {code_class(op):<8} "
+            f"{_size(op.bytes_in):>9} {_size(op.bytes_out):>9} {_size(op.bytes_moved):>9} {cpu:>5} {op.measured_class:<8} {code:<8} "
             f"{op.critical_s:>7.3f}  {source}")
 
 
