@@ -36,6 +36,10 @@ from mantispy.sampling.store import RecordingError, RecordingStore
 @click.option("--depth", type=click.IntRange(0, 1000), default=4, show_default=True,
               help="Only the outermost program frames of each sample count (0: every frame): a phase is what the "
                    "program does at the top of its stack, while inner helpers change from one epoch to the next.")
+@click.option("--exact-repeats", is_flag=True,
+              help="First cut each run's sample trace where the same stack (or the same few in turn) repeats for at "
+                   "least --confidence epochs' worth of samples: each such stretch is a phase with boundaries at its "
+                   "samples (the paper's exact repeats); phases between them are found by similarity.")
 @click.option("--fit", "fit_path", type=click.Path(path_type=Path), default=None,
               help="Fit per-phase models on the campaign's sampled uninstrumented runs (the store of mantispy profile "
                    "SPEC --sample) and write them to this JSON file, for mantispy check.")
@@ -44,8 +48,8 @@ from mantispy.sampling.store import RecordingError, RecordingStore
                    "--fit, the one to model when the store has several).")
 @click.option("--json", "as_json", is_flag=True, help="Print the phases (with --fit: the held-out errors) as JSON.")
 def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float | None, min_share: float,
-           thresholds: tuple[float, float], confidence: int, include_library: bool, depth: int, fit_path: Path | None,
-           campaign_name: str | None, as_json: bool) -> None:
+           thresholds: tuple[float, float], confidence: int, include_library: bool, depth: int, exact_repeats: bool,
+           fit_path: Path | None, campaign_name: str | None, as_json: bool) -> None:
     """The phases of recorded runs (RUN: a number or 'last'; several, or --all, match phases across runs).
 
     A phase is a time slice running a stable set of functions. Each is named by the functions that set it
@@ -60,7 +64,7 @@ def phases(runs: tuple[str, ...], every: bool, store_path: Path, epoch_s: float 
 
     options = PhaseOptions(epoch_s=epoch_s, min_share=min_share, f_threshold=thresholds[0],
                            t_threshold=thresholds[1], confidence=confidence, include_library=include_library,
-                           depth=depth)
+                           depth=depth, exact_repeats=exact_repeats)
     campaign_name = _campaign_name(campaign_name)
     if fit_path is not None:
         if runs or every:

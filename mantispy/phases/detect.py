@@ -33,6 +33,8 @@ class PhaseOptions:
     include_library: bool = False  # count standard-library and site-packages frames as the program's
     depth: int = 4  # only the outermost program frames of a sample count (0: all): a phase is what the program
     #                 is doing at the top of its stack; inner helpers churn from one epoch to the next
+    exact_repeats: bool = False  # first cut the sample trace at its exact repeats (exact.py), then find phases
+    #                              between them by similarity
 
     def epoch_for(self, rate: float) -> float:
         """Seconds per epoch for a recording sampled at ``rate`` Hz."""
@@ -130,6 +132,55 @@ def detect(epochs: list[Epoch], options: PhaseOptions = PhaseOptions(),  # noqa:
     """The phases of one run's epochs, in time order (labels shared through ``known``)."""
     if not epochs:
         return []
+    return _labelled(_walk(epochs, options), options, [] if known is None else known)
+
+
+def detect_regions(regions: list[tuple[bool, list[Epoch]]], options: PhaseOptions = PhaseOptions(),  # noqa: B008
+                   known: Known | None = None) -> list[Phase]:
+    """The phases of one run cut into regions first: ``(True, epochs)`` an exact repeat (see
+    :mod:`exact`), a phase as it stands; ``(False, epochs)`` the stretch between two, where phases are
+    found as :func:`detect` does. Then the confidence rule across regions: a stretch of fewer than
+    ``confidence`` epochs is part of the phase before it (of the one after it at the run's start), and a
+    phase whose profile matches the one before it continues it (a loop's exact stretches with a few odd
+    samples between them are one phase)."""
+    segments: list[_Segment] = []
+    for exact, epochs in regions:
+        if epochs:
+            segments.extend([_Segment(epochs)] if exact else _walk(epochs, options))
+    merged: list[_Segment] = []
+    for segment in segments:
+        if merged:
+            previous = merged[-1]
+            if len(segment.epochs) < options.confidence:  # too short to be a phase: the previous one's
+                for epoch in segment.epochs:
+                    previous.add(epoch, matched=False)
+                continue
+            if matches(segment.core_shares(options.min_share), previous.core_shares(options.min_share),
+                       options.f_threshold, options.t_threshold):
+                confirmed = {id(epoch) for epoch in segment.matched}
+                for epoch in segment.epochs:
+                    previous.add(epoch, matched=id(epoch) in confirmed)
+                continue
+            if len(merged) == 1 and len(previous.epochs) < options.confidence:  # a start too short to be a phase
+                merged[0] = _joined(previous, segment)
+                continue
+        merged.append(segment)
+    return _labelled(merged, options, [] if known is None else known)
+
+
+def _joined(first: _Segment, second: _Segment) -> _Segment:
+    """``second`` with ``first``'s epochs before it, those unmatched."""
+    joined = _Segment([])
+    for epoch in first.epochs:
+        joined.add(epoch, matched=False)
+    confirmed = {id(epoch) for epoch in second.matched}
+    for epoch in second.epochs:
+        joined.add(epoch, matched=id(epoch) in confirmed)
+    return joined
+
+
+def _walk(epochs: list[Epoch], options: PhaseOptions) -> list[_Segment]:
+    """The fuzzy step: consecutive epochs that match form segments (see the module's docstring)."""
     segments: list[_Segment] = []
     current = _Segment([epochs[0]])
     candidate: list[Epoch] = []
@@ -162,14 +213,8 @@ def detect(epochs: list[Epoch], options: PhaseOptions = PhaseOptions(),  # noqa:
     segments.append(current)
     if len(segments) > 1 and len(segments[0].epochs) < options.confidence:
         first = segments.pop(0)  # a start too short to be a phase (interpreter start-up, imports): the next one's
-        merged = _Segment([])
-        for epoch in first.epochs:
-            merged.add(epoch, matched=False)
-        confirmed = {id(epoch) for epoch in segments[0].matched}
-        for epoch in segments[0].epochs:
-            merged.add(epoch, matched=id(epoch) in confirmed)
-        segments[0] = merged
-    return _labelled(segments, options, [] if known is None else known)
+        segments[0] = _joined(first, segments[0])
+    return segments
 
 
 def _labelled(segments: list[_Segment], options: PhaseOptions, known: Known) -> list[Phase]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -109,3 +110,69 @@ def epochs(store: RecordingStore, recording: Recording, epoch_s: float, window: 
         out.append(Epoch(start, start + epoch_s, seconds.get(index, 0.0), weights,
                          {label: seen[label] for label in weights}))
     return out
+
+
+@dataclass
+class Trace:
+    """A recording's samples in time order, each with its program frames' labels (see :func:`epochs`):
+    what exact repeats are mined from, and what :func:`region_epochs` bins."""
+
+    times: list[float]  # seconds from the window's start, at which each sample was taken
+    weights: list[float]  # the seconds each sample stands for (just before it)
+    stacks: list[int]  # one id per distinct label set: equal ids, equal program frames
+    labels: list[frozenset[str]]  # stack id -> its labels
+    frames: dict[str, Frame]
+
+
+def trace(store: RecordingStore, recording: Recording, window: Window = WHOLE, include_library: bool = False,
+          depth: int = 0) -> Trace:
+    """The recording's samples (inside ``window``) as a trace, in time order (threads interleaved)."""
+    frames = store.frames(recording.id)
+    prefixes = library_prefixes(recording)
+    ids: dict[frozenset[str], int] = {}
+    by_stack: dict[int, int] = {}
+    out = Trace([], [], [], [], {})
+    for sample in sorted(store.samples(recording, window), key=lambda s: (s.t, s.pid, s.tid)):
+        stack_id = by_stack.get(sample.stack)
+        if stack_id is None:
+            own = program_frames(frames.get(sample.stack, ()), include_library, prefixes)
+            if depth:
+                own = own[:depth]
+            for frame in own:
+                out.frames.setdefault(frame.label(), frame)
+            labels = frozenset(frame.label() for frame in own)
+            stack_id = by_stack[sample.stack] = ids.setdefault(labels, len(ids))
+            if stack_id == len(out.labels):
+                out.labels.append(labels)
+        out.times.append(sample.t - recording.started - window.start)
+        out.weights.append(sample.weight)
+        out.stacks.append(stack_id)
+    return out
+
+
+def region_epochs(samples: Trace, first: int, last: int, start: float, end: float, epoch_s: float,
+                  offset: float = 0.0) -> list[Epoch]:
+    """Samples ``first`` to ``last`` of the trace in epochs of ``epoch_s`` from ``start`` to ``end``
+    (seconds from the window's start; the last epoch ends at ``end``, shorter where the region is): each
+    sample's whole weight spread over the part of the time it stands for inside the region. ``offset`` is the window's
+    start, added to the epochs' times as :func:`epochs` does."""
+    count = max(1, math.ceil((end - start) / epoch_s - 1e-9))
+    seconds = [0.0] * count
+    buckets: list[dict[str, float]] = [defaultdict(float) for _ in range(count)]
+    for index in range(first, last + 1):
+        t, weight = samples.times[index], samples.weights[index]
+        low, high = max(start, t - weight), min(end, t)
+        if high <= low:  # a sample at the region's very start: its time is before it; count it in the first epoch
+            spread = [(min(count - 1, max(0, int((t - start) // epoch_s))), min(weight, epoch_s))]
+        else:
+            spread = []
+            for k in range(int((low - start) // epoch_s), min(count - 1, int((high - start) // epoch_s)) + 1):
+                overlap = min(high, start + (k + 1) * epoch_s) - max(low, start + k * epoch_s)
+                if overlap > 1e-9:  # its whole weight, over the part of its time inside the region
+                    spread.append((min(k, count - 1), weight * overlap / (high - low)))
+        for k, share in spread:
+            seconds[k] += share
+            for label in samples.labels[samples.stacks[index]]:
+                buckets[k][label] += share
+    return [Epoch(offset + start + k * epoch_s, offset + min(end, start + (k + 1) * epoch_s), seconds[k], dict(buckets[k]),
+                  {label: samples.frames[label] for label in buckets[k]}) for k in range(count)]

@@ -15,8 +15,9 @@ from typing import Any
 from mantispy.sampling.store import RecordingStore
 from mantispy.sampling.types import Recording, Window
 
-from .detect import Known, PhaseOptions, detect
-from .epochs import epochs
+from .detect import Known, PhaseOptions, detect, detect_regions
+from .epochs import Epoch, epochs, region_epochs, trace
+from .exact import exact_stretches
 from .own_time import OwnTime, own_time
 
 PHASE_METRICS = ("wall_s", "cpu_s", "cpu_percent", "peak_rss_bytes", "io_bytes")
@@ -85,9 +86,38 @@ def observe(store: RecordingStore, recording: Recording, options: PhaseOptions, 
         raise PhaseDataError(f"recording {recording.id} has samples in one epoch ({epoch:g} s) only: too short "
                              "for phases; record a run that computes longer (mantispy phases also takes a shorter "
                              "--epoch)")
+    if options.exact_repeats:
+        regions = exact_regions(store, recording, options, epoch)
+        phases = detect_regions(regions, options, known)
+        count = sum(len(region) for _, region in regions)
+    else:
+        phases, count = detect(found, options, known), len(found)
     rows = [{**phase.to_dict(options.min_share), **resources(store, recording, phase.start, phase.end)}
-            for phase in detect(found, options, known)]
-    return RunPhases(recording, epoch, len(found), rows, own_time(store, recording, rows, options.include_library))
+            for phase in phases]
+    return RunPhases(recording, epoch, count, rows, own_time(store, recording, rows, options.include_library))
+
+
+def exact_regions(store: RecordingStore, recording: Recording, options: PhaseOptions,
+                  epoch_s: float) -> list[tuple[bool, list[Epoch]]]:
+    """The recording cut at its exact repeats (``True``: one repeat's epochs) and what lies between them
+    (``False``), in time order. A repeat must last ``confidence`` epochs' worth of samples."""
+    samples = trace(store, recording, include_library=options.include_library, depth=options.depth)
+    least = max(2, round(options.confidence * epoch_s * recording.rate))
+    cuts: list[tuple[bool, int, int]] = []
+    at = 0
+    for stretch in exact_stretches(samples.stacks, least):
+        if stretch.first > at:
+            cuts.append((False, at, stretch.first - 1))
+        cuts.append((True, stretch.first, stretch.last))
+        at = stretch.last + 1
+    if at < len(samples.stacks):
+        cuts.append((False, at, len(samples.stacks) - 1))
+    regions = []
+    for exact, first, last in cuts:
+        start = samples.times[first - 1] if first > 0 else max(0.0, samples.times[0] - samples.weights[0])
+        end = max(samples.times[last], start + 1e-6)
+        regions.append((exact, region_epochs(samples, first, last, start, end, epoch_s)))
+    return regions
 
 
 def resources(store: RecordingStore, recording: Recording, start: float, end: float) -> dict[str, float | None]:
