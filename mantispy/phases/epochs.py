@@ -58,6 +58,12 @@ def program_frames(frames: tuple[Frame, ...], include_library: bool, prefixes: t
             and (include_library or not frame.file.startswith(prefixes))]
 
 
+def counted_frames(frames: tuple[Frame, ...], include_library: bool, prefixes: tuple[str, ...], depth: int) -> list[Frame]:
+    """The program frames a sample counts with: its outermost ``depth`` (0: every one)."""
+    own = program_frames(frames, include_library, prefixes)
+    return own[:depth] if depth else own
+
+
 def _spread(t: float, weight: float, epoch_s: float) -> list[tuple[int, float]]:
     """The epochs a sample taken at ``t`` stands for, with its weight's share in each: the time it weighs
     lies just before it (a sample that weighs 0.4 s, taken after a long C call held the GIL and kept the
@@ -91,9 +97,7 @@ def epochs(store: RecordingStore, recording: Recording, epoch_s: float, window: 
     for sample in store.samples(recording, window):
         labels = on_stack.get(sample.stack)
         if labels is None:
-            own = program_frames(frames.get(sample.stack, ()), include_library, prefixes)
-            if depth:
-                own = own[:depth]
+            own = counted_frames(frames.get(sample.stack, ()), include_library, prefixes, depth)
             for frame in own:
                 seen.setdefault(frame.label(), frame)
             labels = on_stack[sample.stack] = {frame.label() for frame in own}
@@ -135,9 +139,7 @@ def trace(store: RecordingStore, recording: Recording, window: Window = WHOLE, i
     for sample in sorted(store.samples(recording, window), key=lambda s: (s.t, s.pid, s.tid)):
         stack_id = by_stack.get(sample.stack)
         if stack_id is None:
-            own = program_frames(frames.get(sample.stack, ()), include_library, prefixes)
-            if depth:
-                own = own[:depth]
+            own = counted_frames(frames.get(sample.stack, ()), include_library, prefixes, depth)
             for frame in own:
                 out.frames.setdefault(frame.label(), frame)
             labels = frozenset(frame.label() for frame in own)
