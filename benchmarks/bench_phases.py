@@ -1,6 +1,7 @@
 """Per-phase models and anomaly detection on real programs (issue 21): held-out errors, FPR and FNR.
 
     python benchmarks/bench_phases.py [--programs sqlparse,pycparser] [--train 40] [--per-kind 25]
+                                      [--sampler builtin|signal]
 
 For each program of the suite (its real workload in mode ``all``: every phase of the workload runs, one
 after the other, on one input file):
@@ -168,7 +169,7 @@ def _compact(comparison: dict) -> list:
             comparison.get("run_change")]
 
 
-def program(name: str, work: Path, train: int, per_kind: int, seed: int, log) -> dict:
+def program(name: str, work: Path, train: int, per_kind: int, seed: int, log, sampler: str = "builtin") -> dict:
     """Train on one program and check its test runs."""
     from prepare import prepare
 
@@ -183,7 +184,7 @@ def program(name: str, work: Path, train: int, per_kind: int, seed: int, log) ->
             path.unlink(missing_ok=True)
     began = time.perf_counter()
     profiled = run([*CLI, "profile", str(training_spec(folder, name, training)), "--store", str(store), "--sample",
-                    "--sample-interval", "0.1", "-q"], folder)
+                    "--sample-interval", "0.1", "--sampler", sampler, "-q"], folder)  # check runs record the same way
     if profiled.returncode != 0:
         raise SystemExit(f"{name}: profile failed: {profiled.stderr.strip()[-500:]}")
     log(f"{name}: profiled {train} inputs in {time.perf_counter() - began:.0f} s")
@@ -312,6 +313,8 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=40)
     parser.add_argument("--per-kind", type=int, default=25)
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--sampler", choices=("builtin", "signal"), default="builtin",
+                        help="The built-in sampler's trigger for training and check runs (profile --sampler).")
     parser.add_argument("--work", type=Path, default=HERE / "work" / "phases")
     parser.add_argument("--no-write", action="store_true", help="Print the section; leave RESULTS.md as it is.")
     parser.add_argument("--from-results", action="store_true",
@@ -322,21 +325,23 @@ def main() -> None:
     if args.from_results:
         outcomes = json.loads((args.work / "results.json").read_text(encoding="utf-8"))
     for name in [] if args.from_results else args.programs.split(","):
-        outcomes.append(program(name, args.work, args.train, args.per_kind, args.seed, lambda m: print(m, flush=True)))
+        outcomes.append(program(name, args.work, args.train, args.per_kind, args.seed, lambda m: print(m, flush=True),
+                                args.sampler))
         (args.work / "results.json").write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
     errors = [r for o in outcomes for r in o["results"] if "error" in r]
     elapsed = (time.perf_counter() - started) / 60 if not args.from_results else outcomes[0].get("minutes", 0.0)
     if not args.from_results and outcomes:
         outcomes[0]["minutes"] = elapsed
         outcomes[0]["settings"] = {"programs": args.programs, "train": args.train, "per_kind": args.per_kind,
-                                   "seed": args.seed}
+                                   "seed": args.seed, "sampler": args.sampler}
         (args.work / "results.json").write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
     elif outcomes:  # the command that made the results, not this one's defaults
         for name, value in outcomes[0].get("settings", {}).items():
             setattr(args, name, value)
     lines = [
         f"Command: `python benchmarks/bench_phases.py --programs {args.programs} --train {args.train} --per-kind "
-        f"{args.per_kind} --seed {args.seed}` ({elapsed:.0f} min). Suite workloads in mode `all`; {args.train} training inputs profiled "
+        f"{args.per_kind} --seed {args.seed}{'' if args.sampler == 'builtin' else ' --sampler ' + args.sampler}` "
+        f"({elapsed:.0f} min). Suite workloads in mode `all`; {args.train} training inputs profiled "
         "with `profile --sample` (100 Hz, resources every 0.1 s); per anomaly kind, "
         f"{args.per_kind} normal and {args.per_kind} anomalous runs of unseen inputs, shuffled, each through "
         "`mantispy check --json` with its defaults (k = 4 robust spreads, and at least 10 % and 2 epochs / 16 MiB / "

@@ -394,9 +394,13 @@ def _pick_campaign(store, name: str | None):
               help="Samples per second with --sample.")
 @click.option("--sample-interval", type=click.FloatRange(0.1, 3600), default=1.0, show_default=True,
               help="Seconds between resource points with --sample.")
+@click.option("--sampler", "sampler_name", type=click.Choice(["builtin", "signal"]), default="builtin", show_default=True,
+              help="With --sample: builtin samples from its own thread; signal samples the main thread on SIGPROF "
+              "(unbiased where the program often releases the GIL in short C calls; see mantispy record).")
 def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace: bool, cluster: str | None,
             with_coverage: bool, observe_calls: bool = False, observe_inputs: int = 10, quiet: bool = False,
-            verbose: bool = False, sample: bool = False, sample_rate: float = 100.0, sample_interval: float = 1.0) -> None:
+            verbose: bool = False, sample: bool = False, sample_rate: float = 100.0, sample_interval: float = 1.0,
+            sampler_name: str = "builtin") -> None:
     """Run the instrumented program over a campaign's inputs; store metrics and features per run.
 
     SPEC is a TOML campaign file (see the README). Each run is a fresh subprocess; a crash or timeout is
@@ -438,7 +442,8 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
             summary = run_profile(spec, store, jobs, resume, replace, cluster,
                                   on_start=lambda n: progress.update(bar, total=n), on_result=on_result,
                                   log=(lambda _m: None) if quiet else (lambda m: err.print(f"mantispy: {m}", soft_wrap=True, highlight=False)),
-                                  sample={"rate": sample_rate, "mode": "cpu", "interval": sample_interval}
+                                  sample={"rate": sample_rate, "mode": "cpu", "interval": sample_interval,
+                                          "sampler": sampler_name}
                                   if sample else None)
         except StoreError as exc:
             raise UserError(str(exc)) from None

@@ -284,7 +284,8 @@ def _record_now(args: list[str], store_file: Path, model: dict):
 
     sampling = model["program"].get("sampling") or {}
     options = RecordOptions(args, store=store_file, rate=float(sampling.get("rate", 100.0)),
-                            interval=float(sampling.get("interval", 1.0)), mode=str(sampling.get("mode", "cpu")))
+                            interval=float(sampling.get("interval", 1.0)), mode=str(sampling.get("mode", "cpu")),
+                            sampler=str(sampling.get("sampler", "builtin")))
     result = record(options, log=lambda m: click.echo(f"mantispy: {m}", err=True))
     if result.recording.returncode:
         click.echo(f"mantispy: note: the program exited with status {result.recording.returncode}", err=True)

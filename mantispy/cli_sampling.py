@@ -74,8 +74,10 @@ def _emit(text: str, out: Path | None, force: bool, store_path: Path, what: str)
               help="Seconds between resource points of every process (0.1 to 3600).")
 @click.option("--mode", type=click.Choice(["cpu", "wall"]), default="cpu", show_default=True,
               help="cpu: samples weighted by each thread's CPU time; wall: every thread, every tick.")
-@click.option("--sampler", type=click.Choice(["builtin", "py-spy"]), default="builtin", show_default=True,
-              help="builtin: inside every Python process; py-spy: from outside (ptrace; attaches after start).")
+@click.option("--sampler", type=click.Choice(["builtin", "signal", "py-spy"]), default="builtin", show_default=True,
+              help="builtin: inside every Python process, from a thread of its own; signal: the same, with each "
+              "main thread sampled on SIGPROF (its CPU clock), unbiased where the program often releases the GIL in "
+              "short C calls; py-spy: from outside (ptrace; attaches after start).")
 @click.option("--no-perf", "no_perf", is_flag=True, help="Do not read Linux software perf events.")
 @_store_option
 @click.option("--python", "python", default=None, help="Interpreter to run the program with (default: this one).")

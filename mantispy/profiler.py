@@ -52,7 +52,7 @@ class RunTask:
     cwd: str
     timeout: float
     collect_features: bool
-    sampling: dict[str, Any] | None = None  # profile --sample: {"rate", "mode", "interval"}
+    sampling: dict[str, Any] | None = None  # profile --sample: {"rate", "mode", "interval", "sampler"}
 
 
 def execute(task: RunTask) -> RunRecord:
@@ -74,7 +74,8 @@ def execute(task: RunTask) -> RunRecord:
             from mantispy.sampling.recorder import sampler_env
 
             spool.mkdir()
-            env.update(sampler_env(env.get("PYTHONPATH"), spool, task.sampling["rate"], task.sampling["mode"]))
+            env.update(sampler_env(env.get("PYTHONPATH"), spool, task.sampling["rate"], task.sampling["mode"],
+                                   task.sampling.get("sampler", "builtin")))
         started = time.time()
         before = MachineSnapshot.now()
         timed_out = threading.Event()
@@ -129,7 +130,8 @@ def execute(task: RunTask) -> RunRecord:
             reader = SpoolReader(spool)
             stacks, samples = reader.read()
             sampled = {**task.sampling, "started": started, "stacks": stacks, "samples": samples,
-                       "points": [(p.metric, p.t, p.value, p.tags) for p in points], "notes": reader.collisions(),
+                       "points": [(p.metric, p.t, p.value, p.tags) for p in points],
+                       "notes": reader.collisions() + reader.trigger_notes(),
                        "returncode": proc.returncode, "library": list(library_paths_of(task.argv[0]))}
         features: dict[str, float] = {}
         if task.collect_features and features_file.exists():
@@ -457,7 +459,7 @@ def profile(
     log: Callable[[str], None] = lambda _m: None,
     sample: dict[str, Any] | None = None,
 ) -> Summary:
-    """Run (or continue) a campaign into ``store``. ``sample`` ({"rate", "mode", "interval"}) also
+    """Run (or continue) a campaign into ``store``. ``sample`` ({"rate", "mode", "interval", "sampler"}) also
     stack-samples every run and polls its resources, stored as a recording of the run (mantispy flame)."""
     manifest = prepare_build(spec, log)
     refused = perf_counters.refused_note(perf_counters.probe())

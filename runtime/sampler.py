@@ -34,11 +34,30 @@ next. And on 3.11 no automatic collection starts while the sampler reads the fra
 (:class:`_collections_held`): a collection that ran ``__del__`` methods in the program's thread while the
 sampler held its frame objects crashed the same stress when the program switched threads every 20 us.
 
-No signal, timer or trace hook is used, so a program with its own ``SIGPROF``/``ITIMER_PROF`` handler, a
-profiler (``sys.setprofile``, ``sys.settrace``, ``sys.monitoring``) or coverage runs exactly as without
-the sampler; :func:`collisions` says which of them the program installed (they are recorded with the
-run, and need no fallback). The thread takes the GIL to read the frames, so a thread inside one long C
-call is seen when the call returns, with its CPU time up to then.
+With the ``thread`` trigger (the default) no signal, timer or trace hook is used, so a program with its
+own ``SIGPROF``/``ITIMER_PROF`` handler, a profiler (``sys.setprofile``, ``sys.settrace``,
+``sys.monitoring``) or coverage runs exactly as without the sampler; :func:`collisions` says which of them
+the program installed (they are recorded with the run, and need no fallback). The thread takes the GIL to
+read the frames, so a thread inside one long C call is seen when the call returns, with its CPU time up to
+then. And it gets the GIL when the program gives it up: a program that releases it often in short C calls
+(hashlib's updates of 2 KB and more) is sampled at those releases, and its time is charged to their callers.
+
+The ``signal`` trigger (cpu mode only) samples the main thread on ``SIGPROF`` instead: a timer on the main
+thread's own CPU clock (``timer_create`` through ctypes, the signal sent to that thread only; where that is
+missing, ``ITIMER_PROF`` on the process's CPU time), ``rate`` times a second of CPU, whose handler runs in the
+main thread at its next bytecode boundary, wherever the program is, and records its stack and the CPU time
+it used since its previous sample (and writes the batch when one is due, unless the sampler's thread is
+writing). The sampler's thread, which blocks ``SIGPROF`` itself, keeps sampling the other threads, ``rate``
+times a second while there are any; while there are none it wakes every :data:`IDLE_TICK_S` (the handler
+wakes it sooner when a thread appears): each wake-up takes the GIL, and at 100 Hz that cost a program that
+releases the GIL every 60 us 13 % of its CPU time (the thread trigger's price there). The trigger is not armed,
+and the thread samples the main thread as before, when the program already has a ``SIGPROF`` handler or an
+``ITIMER_PROF`` timer, or the sampler does not start in the main thread; each batch says which trigger it
+was taken with, and why not the signal (``trigger_note``). A program that installs its own ``SIGPROF``
+handler later gets the timer's signals until the sampler's thread sees it (within :data:`IDLE_TICK_S`), which
+then deletes the timer and samples the main thread itself from there on (the batch notes it). The signal interrupts the
+system call the main thread is in; Python retries its own (PEP 475), a C extension that does not retry
+``EINTR`` sees an error.
 
 Samples go to ``<dir>/samples-<pid>.jsonl``, one JSON line per batch (every ``flush_s`` and at exit):
 ``{"pid", "command", "stacks": {id: [frame, ...]}, "samples": [[t, tid, stack_id, weight], ...]}``,
@@ -50,6 +69,7 @@ fork) starts its own sampler and file; spawned Python processes start one throug
 from __future__ import annotations
 
 import atexit
+import collections
 import gc
 import os
 import sys
@@ -59,7 +79,10 @@ import time
 ENV_DIR = "MANTIS_SAMPLE_DIR"
 ENV_RATE = "MANTIS_SAMPLE_RATE"
 ENV_MODE = "MANTIS_SAMPLE_MODE"
+ENV_TRIGGER = "MANTIS_SAMPLE_TRIGGER"
 MODES = ("cpu", "wall")
+TRIGGERS = ("thread", "signal")  # what takes the main thread's samples: the sampler's thread, or SIGPROF
+IDLE_TICK_S = 0.25  # how often the sampler's thread wakes under the signal trigger while no other thread runs
 MIN_RATE, MAX_RATE = 1.0, 1000.0
 FLUSH_S = 0.5
 SWITCH_S = 0.001  # the largest switch interval (seconds) while sampling: the sampler's thread gets the GIL in time
@@ -70,12 +93,28 @@ GC_SAFE = sys.version_info >= (3, 12)  # collections timed, switch interval lowe
 class Sampler:
     """One process's sampler thread (see the module docstring)."""
 
-    def __init__(self, directory: str, rate: float = 100.0, mode: str = "cpu", flush_s: float = FLUSH_S) -> None:
+    def __init__(self, directory: str, rate: float = 100.0, mode: str = "cpu", flush_s: float = FLUSH_S,
+                 trigger: str = "thread") -> None:
         self.directory = directory
         self.rate = min(max(float(rate), MIN_RATE), MAX_RATE)
         self.mode = mode if mode in MODES else "cpu"
         if self.mode == "cpu" and not hasattr(time, "pthread_getcpuclockid"):  # no per-thread CPU clocks here
             self.mode = "wall"
+        self.trigger = trigger if trigger in TRIGGERS else "thread"
+        self.trigger_note: str | None = None  # why the signal trigger was asked for and not armed
+        self._signal_tid: int | None = None  # the thread SIGPROF samples (the main thread), once armed
+        self._signal_cpu = 0  # its CPU clock (ns) at its previous sample
+        self._signal_codes: tuple = ()  # its stack at its previous sample (code objects, innermost first)
+        self._signal_off = False
+        self._queued: collections.deque = collections.deque()  # (stamp, thread, codes, seconds, gc seconds) from SIGPROF
+        self._previous_handler = None
+        self._timer: _ThreadCpuTimer | None = None  # the main thread's CPU-clock timer (else ITIMER_PROF)
+        self._in_handler = False
+        self._others = True  # whether the program has threads other than the main one (the signal trigger's)
+        self._gate = threading.Lock()  # the idle sampler's thread waits on it; the handler opens it for a thread
+        self._gate.acquire()
+        self._writer = threading.Lock()  # held by whoever interns and writes (the thread, or the handler)
+        self._last_flush = time.monotonic()
         self.flush_s = flush_s
         self.pid = os.getpid()
         self._stacks: dict[tuple, int] = {}
@@ -107,24 +146,169 @@ class Sampler:
         if GC_SAFE and sys.getswitchinterval() > SWITCH_S:
             self._switch = sys.getswitchinterval()
             sys.setswitchinterval(SWITCH_S)
+        if self.trigger == "signal":
+            self.trigger_note = self._arm()
+            if self.trigger_note is not None:
+                self.trigger = "thread"
         self._thread = threading.Thread(target=self._run, name="mantispy-sampler", daemon=True)
         self._thread.start()
+
+    def _arm(self) -> str | None:
+        """Install the SIGPROF handler and start the CPU-time timer; None when armed, else why not."""
+        import signal
+
+        if self.mode != "cpu":
+            return "the signal trigger samples on CPU time (cpu mode only)"
+        if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGPROF"):
+            return "this platform has no ITIMER_PROF timer"
+        if threading.current_thread() is not threading.main_thread():
+            return "the sampler did not start in the main thread"
+        handler = signal.getsignal(signal.SIGPROF)
+        if handler not in (signal.SIG_DFL, None) and not _is_sampler_handler(handler):
+            return "the program has a SIGPROF handler of its own"
+        if signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
+            return "the program has an ITIMER_PROF timer of its own"
+        import json  # noqa: F401 - imported now, not inside a handler that may interrupt an import
+
+        self._signal_tid = threading.get_ident()
+        self._signal_cpu = time.thread_time_ns()
+        self._others = False
+        self._previous_handler = handler if not _is_sampler_handler(handler) else signal.SIG_DFL
+        signal.signal(signal.SIGPROF, self._on_signal)
+        period = 1.0 / self.rate
+        self._timer = _ThreadCpuTimer.start(signal.SIGPROF, period)
+        if self._timer is None:
+            signal.setitimer(signal.ITIMER_PROF, period, period)
+        return None
+
+    def _disarm(self) -> None:
+        """Stop the timer and give SIGPROF its previous handler back (from the main thread; elsewhere the
+        handler stays, doing nothing). Nothing is touched if the program took SIGPROF over meanwhile."""
+        if self._signal_tid is None or self._signal_off:
+            return
+        self._signal_off = True
+        import signal
+
+        try:
+            if _is_sampler_handler(signal.getsignal(signal.SIGPROF)):
+                if self._timer is not None:
+                    self._timer.delete()
+                else:
+                    signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
+                signal.signal(signal.SIGPROF, self._previous_handler or signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+
+    def _on_signal(self, signum: int, frame) -> None:
+        """SIGPROF, in the main thread: queue its stack and the CPU time it used since its previous sample."""
+        if self._in_handler or self._signal_off:  # a handler runs Python code, so a second one can start inside it
+            return
+        self._in_handler = True
+        try:
+            in_callback = False
+            while frame is not None and frame.f_code.co_filename == _THIS_FILE:
+                in_callback = in_callback or frame.f_code is _ON_GC_CODE
+                frame = frame.f_back
+            used = time.thread_time_ns()
+            seconds = (used - self._signal_cpu) / 1e9
+            self._signal_cpu = used
+            if frame is None or seconds <= 0:
+                return
+            codes = []
+            while frame is not None:
+                codes.append(frame.f_code)
+                frame = frame.f_back
+            self._signal_codes = codes = tuple(codes)
+            gc_part = min(self._gc_pending(self._signal_tid, in_callback), seconds)
+            self._queued.append((time.time(), self._signal_tid, codes, seconds - gc_part, gc_part))
+            if not self._others and len(sys._current_frames()) > 2:  # a thread appeared: sample it from now on
+                self._others = True
+                _open(self._gate)
+            if self._writer.acquire(blocking=False):  # never waits: the thread may hold it
+                try:
+                    self._drain()
+                    if time.monotonic() - self._last_flush >= self.flush_s:
+                        self.flush()
+                finally:
+                    self._writer.release()
+        except Exception:  # noqa: BLE001 - sampling must never break the program
+            pass
+        finally:
+            self._in_handler = False
+
+    def _taken_over(self) -> None:
+        """The program installed a SIGPROF handler of its own: delete the timer (an ``ITIMER_PROF`` one is
+        the program's to set now) and sample the main thread from the sampler's thread from here on, its CPU
+        since the last signal included."""
+        self._signal_off = True
+        if self._timer is not None:
+            self._timer.delete()
+        self._drain()
+        tid, self._signal_tid = self._signal_tid, None
+        if tid is not None:
+            self._cpu[tid] = self._signal_cpu
+        self._others = True
+        self.trigger = "thread"
+        self.trigger_note = "the program installed a SIGPROF handler of its own while it ran"
+
+    def _gc_pending(self, tid: int, in_callback: bool) -> float:
+        """Seconds ``tid`` spent collecting garbage since its previous sample (a collection whose end the
+        callback has not counted yet included, when ``in_callback``); marks them as taken."""
+        collected = self._gc_ns.get(tid, 0)
+        pending = collected - self._gc_seen.get(tid, 0)
+        began = self._gc_started.get(tid) if in_callback else None
+        if began is not None:  # a collection just ended and its callback has not counted it yet: count it now
+            running = max(self._now(tid) - began, 0)
+            pending += running
+            collected += running
+        self._gc_seen[tid] = collected
+        return max(pending, 0) / 1e9
+
+    def _drain(self) -> None:
+        """Intern and keep what SIGPROF queued (in the sampler's thread, or after it ended)."""
+        rows = []
+        queued = self._queued
+        while queued:
+            try:
+                stamp, tid, codes, seconds, gc_part = queued.popleft()
+            except IndexError:
+                break
+            stack = self._intern(codes)
+            if gc_part > 0:
+                rows.append([stamp, tid, self._gc_stack_id(stack), gc_part])
+            if seconds > 0:
+                rows.append([stamp, tid, stack, seconds])
+        if rows:
+            with self._lock:
+                self._samples.extend(rows)
 
     def stop(self) -> None:
         """Stop sampling and write what is left (called at exit). Collections stop being timed first: one
         while this waits for the sampler's thread is the sampler's exit, not the program's; and what the
         calling thread did since its last sample (a collection included) goes to the stack it had then."""
         self._stopping = threading.get_ident()
+        if self._stopping == self._signal_tid and not self._signal_off and self._signal_codes:
+            used = time.thread_time_ns()
+            seconds, self._signal_cpu = (used - self._signal_cpu) / 1e9, used
+            if seconds > 0:
+                self._queued.append((time.time(), self._signal_tid, self._signal_codes, seconds, 0.0))
         self.detach()
         self._stop.set()
+        _open(self._gate)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread() and thread.is_alive():
             thread.join(timeout=2)
+        if self._writer.acquire(timeout=2):
+            try:
+                self._drain()
+            finally:
+                self._writer.release()
         self.flush()
 
     def detach(self) -> None:
-        """Stop timing garbage collections and give the program its switch interval back (unless it set
-        one of its own meanwhile)."""
+        """Stop the SIGPROF timer, stop timing garbage collections and give the program its switch interval
+        back (unless it set one of its own meanwhile)."""
+        self._disarm()
         try:
             gc.callbacks.remove(self._on_gc)
         except ValueError:
@@ -147,23 +331,33 @@ class Sampler:
             pass
 
     def _run(self) -> None:
+        if self._signal_tid is not None:
+            _block_sigprof()
         period = 1.0 / self.rate
         me = threading.get_ident()
-        last_flush = last = time.monotonic()
+        last = time.monotonic()
         next_tick = last + period
         while not self._stop.is_set():
+            if self._signal_tid is not None and not self._others:  # idle: the handler samples the main thread
+                self._gate.acquire(timeout=IDLE_TICK_S)  # waits without the GIL
+                next_tick = time.monotonic()
             delay = next_tick - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
+                break
+            if self._stop.is_set():
                 break
             now = time.monotonic()
             next_tick += period
             if next_tick < now:  # fell behind (a long C call held the GIL): do not burst to catch up
                 next_tick = now + period
-            self.sample(me, now - last)
+            with self._writer:
+                if self._signal_tid is not None and not self._signal_off and not _handler_is_ours():
+                    self._taken_over()
+                self.sample(me, now - last)
+                self._drain()
+                if now - self._last_flush >= self.flush_s:
+                    self.flush()
             last = now
-            if now - last_flush >= self.flush_s:
-                self.flush()
-                last_flush = now
 
     def sample(self, me: int, elapsed: float) -> None:
         """Record one sample of every thread but ``me`` (``elapsed``: wall seconds since the last tick). On
@@ -177,10 +371,11 @@ class Sampler:
     def _sample(self, me: int, elapsed: float) -> None:
         stamp = time.time()
         frames = sys._current_frames()
+        self._others = len(frames) > 2 or self._signal_tid not in frames
         rows = []
         previous = self._previous
         for tid, frame in frames.items():
-            if tid == me:
+            if tid == me or tid == self._signal_tid:
                 continue
             in_callback = frame.f_code is _ON_GC_CODE  # the GIL changed hands as a collection began or ended
             program_frame = frame.f_back if in_callback else frame
@@ -200,15 +395,7 @@ class Sampler:
                     continue
             else:
                 weight = elapsed
-            collected = self._gc_ns.get(tid, 0)
-            pending = collected - self._gc_seen.get(tid, 0)
-            began = self._gc_started.get(tid) if in_callback else None
-            if began is not None:  # a collection just ended and its callback has not counted it yet: count it now
-                running = max(self._now(tid) - began, 0)
-                pending += running
-                collected += running
-            self._gc_seen[tid] = collected
-            gc_part = min(max(pending, 0) / 1e9, weight)
+            gc_part = min(self._gc_pending(tid, in_callback), weight)
             if gc_part > 0:
                 rows.append([stamp, tid, self._gc_stack_id(stack), gc_part])
                 weight -= gc_part
@@ -252,6 +439,10 @@ class Sampler:
         while frame is not None:
             codes.append(frame.f_code)
             frame = frame.f_back
+        return self._intern(codes)
+
+    def _intern(self, codes) -> int:
+        """The id of the stack of ``codes`` (innermost first), new stacks kept for the next batch."""
         key = tuple(map(id, codes))  # ids: a code object's hash covers its whole contents
         found = self._stacks.get(key)
         if found is None:
@@ -276,6 +467,7 @@ class Sampler:
 
     def flush(self) -> None:
         """Append the samples and new stacks gathered since the last flush as one JSON line."""
+        self._last_flush = time.monotonic()
         with self._lock:
             samples, self._samples = self._samples, []
             stacks, self._new_stacks = self._new_stacks, {}
@@ -283,8 +475,11 @@ class Sampler:
             return
         import json
 
-        line = json.dumps({"pid": self.pid, "command": _command(), "mode": self.mode, "rate": self.rate,
-                           "stacks": stacks, "samples": samples}, separators=(",", ":"))
+        batch = {"pid": self.pid, "command": _command(), "mode": self.mode, "rate": self.rate, "trigger": self.trigger,
+                 "stacks": stacks, "samples": samples}
+        if self.trigger_note:
+            batch["trigger_note"] = self.trigger_note
+        line = json.dumps(batch, separators=(",", ":"))
         try:
             with open(self._path, "a", encoding="utf-8") as handle:
                 handle.write(line + "\n")
@@ -293,6 +488,96 @@ class Sampler:
 
 
 _ON_GC_CODE = Sampler._on_gc.__code__
+_THIS_FILE = _ON_GC_CODE.co_filename  # frames of this file are the sampler's, not the program's
+
+
+class _ThreadCpuTimer:
+    """A POSIX timer on the calling thread's CPU clock that sends a signal to that thread alone (Linux
+    ``timer_create`` with ``SIGEV_THREAD_ID``, through ctypes): the sampler's own CPU time does not advance it,
+    and no other thread's system calls are interrupted."""
+
+    SIGEV_THREAD_ID = 4
+
+    def __init__(self, libc, timer_id) -> None:
+        self._libc = libc
+        self._id = timer_id
+
+    @classmethod
+    def start(cls, signum: int, period: float) -> _ThreadCpuTimer | None:
+        """Arm a timer firing ``signum`` every ``period`` seconds of this thread's CPU; None where it cannot."""
+        if not sys.platform.startswith("linux") or not hasattr(time, "CLOCK_THREAD_CPUTIME_ID"):
+            return None
+        try:
+            import ctypes
+            import ctypes.util
+
+            class SigEvent(ctypes.Structure):
+                _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                            ("tid", ctypes.c_int), ("pad", ctypes.c_int * 12)]
+
+            class TimeSpec(ctypes.Structure):
+                _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+
+            class ITimerSpec(ctypes.Structure):
+                _fields_ = [("interval", TimeSpec), ("value", TimeSpec)]
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if not hasattr(libc, "timer_create"):  # glibc before 2.34 keeps it in librt
+                libc = ctypes.CDLL(ctypes.util.find_library("rt") or "librt.so.1", use_errno=True)
+            libc.timer_create.argtypes = [ctypes.c_int, ctypes.POINTER(SigEvent), ctypes.POINTER(ctypes.c_void_p)]
+            libc.timer_settime.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ITimerSpec), ctypes.c_void_p]
+            libc.timer_delete.argtypes = [ctypes.c_void_p]
+            event = SigEvent(signo=signum, notify=cls.SIGEV_THREAD_ID, tid=threading.get_native_id())
+            timer_id = ctypes.c_void_p()
+            if libc.timer_create(time.CLOCK_THREAD_CPUTIME_ID, ctypes.byref(event), ctypes.byref(timer_id)) != 0:
+                return None
+            seconds, nanoseconds = int(period), int(round((period - int(period)) * 1e9))
+            spec = ITimerSpec(TimeSpec(seconds, nanoseconds), TimeSpec(seconds, nanoseconds))
+            if libc.timer_settime(timer_id, 0, ctypes.byref(spec), None) != 0:
+                libc.timer_delete(timer_id)
+                return None
+            return cls(libc, timer_id)
+        except (OSError, AttributeError, TypeError, ValueError):
+            return None
+
+    def delete(self) -> None:
+        """Disarm and delete the timer."""
+        if self._id is not None:
+            self._libc.timer_delete(self._id)
+            self._id = None
+
+
+def _open(gate: threading.Lock) -> None:
+    """Let the thread waiting on ``gate`` through (nothing if it is open already)."""
+    try:
+        gate.release()
+    except RuntimeError:
+        pass
+
+
+def _handler_is_ours() -> bool:
+    """Whether SIGPROF's handler is still a sampler's."""
+    try:
+        import signal
+
+        return _is_sampler_handler(signal.getsignal(signal.SIGPROF))
+    except (ValueError, OSError):
+        return True
+
+
+def _is_sampler_handler(handler: object) -> bool:
+    """Whether ``handler`` is a sampler's SIGPROF handler (a forked child inherits its parent's)."""
+    return getattr(handler, "__func__", None) is Sampler._on_signal
+
+
+def _block_sigprof() -> None:
+    """Keep SIGPROF off the calling thread (the sampler's), so that the kernel hands it to the program's."""
+    try:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
+    except (AttributeError, ValueError, OSError):
+        pass
 
 
 class _collections_held:
@@ -328,9 +613,11 @@ def collisions() -> list[str]:
     try:
         import signal
 
-        if hasattr(signal, "SIGPROF") and signal.getsignal(signal.SIGPROF) not in (signal.SIG_DFL, None):
+        handler = signal.getsignal(signal.SIGPROF) if hasattr(signal, "SIGPROF") else None
+        ours = _is_sampler_handler(handler)  # the signal trigger's, still installed (stopped outside the main thread)
+        if handler not in (signal.SIG_DFL, None) and not ours:
             found.append("a SIGPROF handler")
-        if hasattr(signal, "getitimer") and signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
+        if hasattr(signal, "getitimer") and not ours and signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
             found.append("an ITIMER_PROF timer")
     except (ValueError, OSError):
         pass
@@ -358,7 +645,7 @@ def start_from_environment() -> Sampler | None:
         rate = float(os.environ.get(ENV_RATE, "100"))
     except ValueError:
         rate = 100.0
-    sampler = Sampler(directory, rate, os.environ.get(ENV_MODE, "cpu"))
+    sampler = Sampler(directory, rate, os.environ.get(ENV_MODE, "cpu"), trigger=os.environ.get(ENV_TRIGGER, "thread"))
     sampler.start()
     _ACTIVE.append(sampler)
     atexit.register(_stop_all)
@@ -394,7 +681,8 @@ def _restart_in_child() -> None:
         return
     parent = _ACTIVE.pop()
     parent.detach()
-    sampler = Sampler(parent.directory, parent.rate, parent.mode, parent.flush_s)
+    sampler = Sampler(parent.directory, parent.rate, parent.mode, parent.flush_s,
+                      trigger="signal" if parent._signal_tid is not None else "thread")
     sampler.start()
     _ACTIVE.append(sampler)
     mp_util = sys.modules.get("multiprocessing.util")

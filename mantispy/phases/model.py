@@ -560,8 +560,8 @@ def model_problem_of(model: dict[str, Any]) -> str | None:
     sampling = model["program"].get("sampling", {})
     if not isinstance(sampling, dict) or not all(_finite(sampling.get(k, 1.0)) and sampling.get(k, 1.0) > 0
                                                  for k in ("rate", "interval")) \
-            or not isinstance(sampling.get("mode", "cpu"), str):
-        return "field program.sampling: expected {\"rate\": number, \"interval\": number, \"mode\": text}"
+            or not isinstance(sampling.get("mode", "cpu"), str) or not isinstance(sampling.get("sampler", "builtin"), str):
+        return "field program.sampling: expected {\"rate\": number, \"interval\": number, \"mode\": text, \"sampler\": text}"
     for label, phase in model["phases"].items():
         metrics = phase.get("metrics") if isinstance(phase, dict) else None
         if not isinstance(metrics, dict) or not isinstance(phase.get("name", ""), str):

@@ -105,7 +105,7 @@ def campaign_training(store_path: Path, campaign_name: str | None, options: Phas
     if skipped:
         log(f"{len(skipped)} recording(s) left out: {skipped[0]}")
     sampling = {"rate": statistics.median(r.rate for r in recordings), "interval": statistics.median(r.interval for r in recordings),
-                "mode": recordings[0].mode}
+                "mode": recordings[0].mode, "sampler": recordings[0].sampler}
     return training, Program(entry=link.entry, campaign=link.campaign.name, functions=sorted(functions), sampling=sampling)
 
 

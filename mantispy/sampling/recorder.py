@@ -6,7 +6,8 @@ starts from a ``sitecustomize`` bootstrap (:mod:`mantispy.runtime.sample_boot`) 
 ``PYTHONPATH``, and writes batches into a private spool folder, which this recorder reads every quarter
 second into the store, one transaction per batch, together with the resource points
 (:mod:`.resources`). A program that installed its own SIGPROF handler, timer or profiler is noted with
-the recording (the sampler uses none of them, so nothing collides).
+the recording (the built-in sampler uses none of them, so nothing collides; ``--sampler signal`` samples
+the main thread on SIGPROF, and falls back to the built-in way where the program has a handler of its own).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from .store import RecordingError, RecordingStore
 from .types import Point, Recording
 
 DEFAULT_STORE = Path(".mantis") / "record.db"
-SAMPLERS = ("builtin", "py-spy")
+SAMPLERS = ("builtin", "signal", "py-spy")
 INGEST_S = 0.25
 
 
@@ -47,7 +48,7 @@ class RecordOptions:
     rate: float = 100.0
     interval: float = 1.0
     mode: str = "cpu"
-    sampler: str = "builtin"  # or py-spy
+    sampler: str = "builtin"  # or signal (the built-in one, its main thread sampled on SIGPROF), or py-spy
     cwd: Path = field(default_factory=Path.cwd)
     perf: bool = True
     run_id: int | None = None
@@ -62,7 +63,9 @@ class RecordOptions:
         if self.mode not in sampler.MODES:
             raise RecordingError(f"--mode {self.mode}: choose cpu (where CPU time goes) or wall (where time goes)")
         if self.sampler not in SAMPLERS:
-            raise RecordingError(f"--sampler {self.sampler}: choose builtin or py-spy")
+            raise RecordingError(f"--sampler {self.sampler}: choose builtin, signal or py-spy")
+        if self.sampler == "signal" and self.mode != "cpu":
+            raise RecordingError("--sampler signal samples on the main thread's CPU clock: use it with --mode cpu")
 
 
 @dataclass
@@ -80,17 +83,20 @@ def boot_folder() -> Path:
     return Path(sample_boot.__file__).resolve().parent
 
 
-def sampler_env(pythonpath: str | None, spool: Path, rate: float, mode: str) -> dict[str, str]:
-    """The environment that makes every Python process of a program sample itself into ``spool``."""
+def sampler_env(pythonpath: str | None, spool: Path, rate: float, mode: str, name: str = "builtin") -> dict[str, str]:
+    """The environment that makes every Python process of a program sample itself into ``spool`` (``name``:
+    builtin, or signal for the main thread sampled on SIGPROF)."""
     return {"PYTHONPATH": os.pathsep.join([str(boot_folder()), *([pythonpath] if pythonpath else [])]),
-            sampler.ENV_DIR: str(spool), sampler.ENV_RATE: str(rate), sampler.ENV_MODE: mode}
+            sampler.ENV_DIR: str(spool), sampler.ENV_RATE: str(rate), sampler.ENV_MODE: mode,
+            sampler.ENV_TRIGGER: "signal" if name == "signal" else "thread"}
 
 
 def store_sampled_run(store: RecordingStore, run_id: int, command: list[str], sampled: dict) -> int:
     """Store what a campaign run sampled (``RunRecord.sampled``) as a recording of that run; returns its id."""
     recording = Recording(id=0, command=command, started=sampled["started"], ended=None, status="recording",
                           host=socket.gethostname(), rate=sampled["rate"], interval=sampled["interval"],
-                          mode=sampled["mode"], run_id=run_id, library=list(sampled.get("library", [])))
+                          mode=sampled["mode"], sampler=str(sampled.get("sampler", "builtin")), run_id=run_id,
+                          library=list(sampled.get("library", [])))
     rid = store.begin(recording, os.getpid())
     points = [Point(*row) for row in sampled["points"]]
     store.add_batch(rid, {int(k): v for k, v in sampled["stacks"].items()},
@@ -140,7 +146,7 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
     spool = Path(tempfile.mkdtemp(prefix="mantis-record-"))
     env = dict(os.environ)
     if py_spy is None:
-        env.update(sampler_env(env.get("PYTHONPATH"), spool, options.rate, options.mode))
+        env.update(sampler_env(env.get("PYTHONPATH"), spool, options.rate, options.mode, options.sampler))
     spy: subprocess.Popen | None = None
     spy_started = 0.0
     notes: list[str] = []
@@ -210,6 +216,7 @@ def record(options: RecordOptions, log: Callable[[str], None] = lambda _m: None,
         poller.close()
         processes |= poller.seen
         notes += reader.collisions()
+        notes += reader.trigger_notes()
         if options.mode == "cpu" and "wall" in reader.modes:
             notes.append("sampled in wall mode: this platform gives threads no CPU clock of their own")
         if poller.perf_note:
