@@ -203,3 +203,28 @@ def test_store_rows_mantispy_cannot_read(profiled_store, tmp_path_factory, cell,
         store.close()
     except StoreError as exc:
         assert "\n" not in str(exc) and str(exc).startswith(str(path))
+
+
+BATCH = {"pid": 41, "command": "app.py 3", "mode": "cpu", "rate": 100.0, "trigger": "thread",
+         "trigger_note": "the program has a SIGPROF handler of its own",
+         "stacks": {"0": ["main\tapp.py\t1", "run\tapp.py\t4"], "1": ["main\tapp.py\t1"]},
+         "samples": [[1700000000.0, 7, 0, 0.01], [1700000000.01, 7, 1, 0.02]]}
+GOOD_BATCH = {**BATCH, "pid": 42, "trigger": "signal", "trigger_note": None}
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(list(_paths(BATCH))), value=ODD)
+def test_sampler_spool_reader(tmp_path_factory, path, value):
+    """A damaged batch line is skipped (or read as far as it is whole); the other process's batch is kept,
+    and every note is one line."""
+    from mantispy.sampling.spool import SpoolReader
+
+    folder = tmp_path_factory.mktemp("spool")
+    (folder / "samples-41.jsonl").write_text(json.dumps(mutated(BATCH, path, value)) + "\n", encoding="utf-8")
+    (folder / "samples-42.jsonl").write_text(json.dumps(GOOD_BATCH) + "\n", encoding="utf-8")
+    reader = SpoolReader(folder)
+    stacks, samples = reader.read()
+    kept = [(pid, tid, stacks[stack], weight) for _t, pid, tid, stack, weight in samples if pid == 42]
+    assert kept == [(42, 7, GOOD_BATCH["stacks"]["0"], 0.01), (42, 7, GOOD_BATCH["stacks"]["1"], 0.02)]
+    assert all(isinstance(frames, list) for frames in stacks.values())
+    assert all("\n" not in note for note in reader.trigger_notes())
