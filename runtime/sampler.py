@@ -1,9 +1,9 @@
 """The built-in stack sampler: what every thread of a Python process is running, many times a second.
 
-Standard library only. A daemon thread wakes ``rate`` times a second, reads every other thread's
-current frame (``sys._current_frames``) and records one *sample* per thread: the wall-clock timestamp,
-the process and thread ids, the stack (interned: each distinct stack is written once, as its frames from
-the outermost) and a weight in seconds.
+Standard library only (and ctypes for the signal trigger's timer). A daemon thread wakes ``rate`` times
+a second, reads every other thread's current frame (``sys._current_frames``) and records one *sample* per
+thread: the wall-clock timestamp, the process and thread ids, the stack (interned: each distinct stack is
+written once, as its frames from the outermost) and a weight in seconds.
 
 * ``cpu`` mode (the default): a thread's weight is the CPU time it used since its previous sample, read
   from its own CPU clock (``pthread_getcpuclockid``); a thread that used none (waiting, sleeping) gives
@@ -107,7 +107,6 @@ class Sampler:
         self._signal_codes: tuple = ()  # its stack at its previous sample (code objects, innermost first)
         self._signal_off = False
         self._queued: collections.deque = collections.deque()  # (stamp, thread, codes, seconds, gc seconds) from SIGPROF
-        self._previous_handler = None
         self._timer: _ThreadCpuTimer | None = None  # the main thread's CPU-clock timer (else ITIMER_PROF)
         self._in_handler = False
         self._others = True  # whether the program has threads other than the main one (the signal trigger's)
@@ -164,7 +163,7 @@ class Sampler:
         if threading.current_thread() is not threading.main_thread():
             return "the sampler did not start in the main thread"
         handler = signal.getsignal(signal.SIGPROF)
-        if handler not in (signal.SIG_DFL, None) and not _is_sampler_handler(handler):
+        if handler is not signal.SIG_DFL and not _is_sampler_handler(handler):  # None: one set outside Python
             return "the program has a SIGPROF handler of its own"
         if signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0):
             return "the program has an ITIMER_PROF timer of its own"
@@ -173,7 +172,6 @@ class Sampler:
         self._signal_tid = threading.get_ident()
         self._signal_cpu = time.thread_time_ns()
         self._others = False
-        self._previous_handler = handler if not _is_sampler_handler(handler) else signal.SIG_DFL
         signal.signal(signal.SIGPROF, self._on_signal)
         period = 1.0 / self.rate
         self._timer = _ThreadCpuTimer.start(signal.SIGPROF, period)
@@ -182,8 +180,8 @@ class Sampler:
         return None
 
     def _disarm(self) -> None:
-        """Stop the timer and give SIGPROF its previous handler back (from the main thread; elsewhere the
-        handler stays, doing nothing). Nothing is touched if the program took SIGPROF over meanwhile."""
+        """Stop the timer and give SIGPROF its default action back, which it had when the timer was armed
+        (from the main thread; elsewhere the handler stays, doing nothing). Nothing is touched if the program took SIGPROF over meanwhile."""
         if self._signal_tid is None or self._signal_off:
             return
         self._signal_off = True
@@ -195,7 +193,7 @@ class Sampler:
                     self._timer.delete()
                 else:
                     signal.setitimer(signal.ITIMER_PROF, 0.0, 0.0)
-                signal.signal(signal.SIGPROF, self._previous_handler or signal.SIG_DFL)
+                signal.signal(signal.SIGPROF, signal.SIG_DFL)  # what it was when the timer was armed
         except (ValueError, OSError):
             pass
 
@@ -214,13 +212,16 @@ class Sampler:
             self._signal_cpu = used
             if frame is None or seconds <= 0:
                 return
-            codes = []
+            tid = self._signal_tid
+            if tid is None:
+                return
+            innermost_first = []
             while frame is not None:
-                codes.append(frame.f_code)
+                innermost_first.append(frame.f_code)
                 frame = frame.f_back
-            self._signal_codes = codes = tuple(codes)
-            gc_part = min(self._gc_pending(self._signal_tid, in_callback), seconds)
-            self._queued.append((time.time(), self._signal_tid, codes, seconds - gc_part, gc_part))
+            self._signal_codes = codes = tuple(innermost_first)
+            gc_part = min(self._gc_pending(tid, in_callback), seconds)
+            self._queued.append((time.time(), tid, codes, seconds - gc_part, gc_part))
             if not self._others and len(sys._current_frames()) > 2:  # a thread appeared: sample it from now on
                 self._others = True
                 _open(self._gate)

@@ -13,5 +13,6 @@ One job per module:
   Prometheus text.
 
 The sampler itself runs inside the recorded program: :mod:`mantispy.runtime.sampler` (standard library
-only), started by :mod:`mantispy.runtime.sample_boot`.
+and ctypes), started by :mod:`mantispy.runtime.sample_boot`; a thread of its own samples every thread, or,
+with ``--sampler signal``, every thread but the main one, which a SIGPROF timer on its CPU clock samples.
 """
