@@ -1,7 +1,7 @@
 """Per-phase models and anomaly detection on real programs (issue 21): held-out errors, FPR and FNR.
 
     python benchmarks/bench_phases.py [--programs sqlparse,pycparser] [--train 40] [--per-kind 25]
-                                      [--sampler builtin|signal]
+                                      [--sampler builtin|signal] [--loaded 10]
 
 For each program of the suite (its real workload in mode ``all``: every phase of the workload runs, one
 after the other, on one input file):
@@ -23,7 +23,10 @@ vary the options, which gives every run phases of its own).
    phase: sqlparse.split, or pycparser's CParser.parse);
 3. the false positive rate (normal runs flagged) and false negative rate (anomalous runs not flagged)
    of the phase-aware check, and of the whole-run threshold baseline (the same rule on the run's
-   totals), per kind.
+   totals), per kind;
+4. with ``--loaded N``: N more unseen inputs checked as normal runs beside one busy process (in a session
+   of its own) for the whole of their runs: a loaded machine is no anomaly of the program, and a sampler
+   that the load moves (README, Limits) makes the check flag such runs.
 
 Everything runs through the real CLI. Results go to RESULTS.md (section bench_phases) and, with every
 verdict, to the work folder's results.json.
@@ -118,12 +121,12 @@ def run(cmd: list[str], cwd: Path, env: dict | None = None, timeout: float = 360
                           timeout=timeout)
 
 
-def hog() -> list[subprocess.Popen]:
-    """One busy process per core, each in a session of its own: Linux's autogroup scheduler shares the CPU
-    between sessions first, so hogs in the benchmark's own session would only compete with each other
-    (as another user's processes do not)."""
+def hog(count: int | None = None) -> list[subprocess.Popen]:
+    """``count`` busy processes (default: one per core), each in a session of its own: Linux's autogroup
+    scheduler shares the CPU between sessions first, so hogs in the benchmark's own session would only
+    compete with each other (as another user's processes do not)."""
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-            for _ in range(os.cpu_count() or 1)]
+            for _ in range(count or os.cpu_count() or 1)]
 
 
 def check_run(folder: Path, name: str, record: dict, kind: str | None, store: Path) -> dict:
@@ -169,15 +172,16 @@ def _compact(comparison: dict) -> list:
             comparison.get("run_change")]
 
 
-def program(name: str, work: Path, train: int, per_kind: int, seed: int, log, sampler: str = "builtin") -> dict:
+def program(name: str, work: Path, train: int, per_kind: int, seed: int, log, sampler: str = "builtin",
+            loaded: int = 0) -> dict:
     """Train on one program and check its test runs."""
     from prepare import prepare
 
-    needed = train + 2 * per_kind * len(KINDS)
+    needed = train + 2 * per_kind * len(KINDS) + loaded
     spec = prepare(name, work, count=1, seed=1)  # the app folder (a copy of the package) and the entry script
     folder = spec.parent
     inputs = phase_inputs(name, folder, needed, seed)
-    training, testing = inputs[:train], inputs[train:]
+    training, testing = inputs[:train], inputs[train:needed - loaded]
     store = folder / "phases.db"
     for stale in (store, folder / "checks.db", folder / "model.json"):
         for path in (stale, Path(f"{stale}-wal"), Path(f"{stale}-shm")):
@@ -207,6 +211,16 @@ def program(name: str, work: Path, train: int, per_kind: int, seed: int, log, sa
         results.append(outcome)
         if m % 20 == 19:
             log(f"{name}: {m + 1}/{len(plan)} checks")
+    busy = hog(1) if loaded else []
+    try:
+        for record in inputs[needed - loaded:]:
+            outcome = check_run(folder, name, record, None, folder / "checks.db")
+            outcome["group"] = "loaded"
+            results.append(outcome)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
     return {"program": name, "fit_output": fitted.stdout, "fit_s": fit_s, "evaluation": model["evaluation"],
             "epoch_s": model["epoch_s"],
             "phases": {label: phase["name"] for label, phase in model["phases"].items()},
@@ -267,7 +281,7 @@ def sweep(outcomes: list[dict], ks: tuple[float, ...] = (3.0, 4.0, 5.0)) -> list
     lines = ["| program | k | phase-aware FPR | phase-aware FNR | whole-run FPR | whole-run FNR | FNR per kind "
              "(phase-aware / whole-run) |", "|---|---|---|---|---|---|---|"]
     for outcome in outcomes:
-        rows = [r for r in outcome["results"] if "comparisons" in r]
+        rows = [r for r in outcome["results"] if "comparisons" in r and r["group"] != "loaded"]
         if not rows:
             continue
         for k in ks:
@@ -286,6 +300,19 @@ def sweep(outcomes: list[dict], ks: tuple[float, ...] = (3.0, 4.0, 5.0)) -> list
                     per_kind.append(f"{kind} {misses[0]}/{misses[1]} of {len(of_kind)}")
             lines.append(f"| {outcome['program']} | {k:g} | {' | '.join(cells)} | {'; '.join(per_kind)} |")
     return lines
+
+
+def loaded_table(outcomes: list[dict]) -> list[str]:
+    """Normal runs checked beside a busy process (``--loaded``): how many each detector flagged, and why."""
+    lines = ["| program | normal runs beside a busy process | phase-aware: flagged | whole-run: flagged | "
+             "first departures of the flagged |", "|---|---|---|---|---|"]
+    for outcome in outcomes:
+        rows = [r for r in outcome["results"] if r["group"] == "loaded" and "error" not in r]
+        if rows:
+            tops = [r["top"].split(" (")[0] for r in rows if r["anomalous"] and r.get("top")]  # the verdict's first
+            lines.append(f"| {outcome['program']} | {len(rows)} | {sum(r['anomalous'] for r in rows)} | "
+                         f"{sum(r['baseline'] for r in rows)} | {', '.join(sorted(set(tops))) or '-'} |")
+    return lines if len(lines) > 2 else []
 
 
 def accuracy(outcomes: list[dict]) -> list[str]:
@@ -315,6 +342,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=21)
     parser.add_argument("--sampler", choices=("builtin", "signal"), default="builtin",
                         help="The built-in sampler's trigger for training and check runs (profile --sampler).")
+    parser.add_argument("--loaded", type=int, default=0,
+                        help="Also check this many more unseen inputs as normal runs beside one busy process.")
     parser.add_argument("--work", type=Path, default=HERE / "work" / "phases")
     parser.add_argument("--no-write", action="store_true", help="Print the section; leave RESULTS.md as it is.")
     parser.add_argument("--from-results", action="store_true",
@@ -326,21 +355,22 @@ def main() -> None:
         outcomes = json.loads((args.work / "results.json").read_text(encoding="utf-8"))
     for name in [] if args.from_results else args.programs.split(","):
         outcomes.append(program(name, args.work, args.train, args.per_kind, args.seed, lambda m: print(m, flush=True),
-                                args.sampler))
+                                args.sampler, args.loaded))
         (args.work / "results.json").write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
     errors = [r for o in outcomes for r in o["results"] if "error" in r]
     elapsed = (time.perf_counter() - started) / 60 if not args.from_results else outcomes[0].get("minutes", 0.0)
     if not args.from_results and outcomes:
         outcomes[0]["minutes"] = elapsed
         outcomes[0]["settings"] = {"programs": args.programs, "train": args.train, "per_kind": args.per_kind,
-                                   "seed": args.seed, "sampler": args.sampler}
+                                   "seed": args.seed, "sampler": args.sampler, "loaded": args.loaded}
         (args.work / "results.json").write_text(json.dumps(outcomes, indent=1), encoding="utf-8")
     elif outcomes:  # the command that made the results, not this one's defaults
         for name, value in outcomes[0].get("settings", {}).items():
             setattr(args, name, value)
     lines = [
         f"Command: `python benchmarks/bench_phases.py --programs {args.programs} --train {args.train} --per-kind "
-        f"{args.per_kind} --seed {args.seed}{'' if args.sampler == 'builtin' else ' --sampler ' + args.sampler}` "
+        f"{args.per_kind} --seed {args.seed}{'' if args.sampler == 'builtin' else ' --sampler ' + args.sampler}"
+        f"{f' --loaded {args.loaded}' if args.loaded else ''}` "
         f"({elapsed:.0f} min). Suite workloads in mode `all`; {args.train} training inputs profiled "
         "with `profile --sample` (100 Hz, resources every 0.1 s); per anomaly kind, "
         f"{args.per_kind} normal and {args.per_kind} anomalous runs of unseen inputs, shuffled, each through "
@@ -364,6 +394,8 @@ def main() -> None:
         "",
         *sweep(outcomes),
         *([f"{len(errors)} check(s) failed and are left out: {errors[0]['error']}"] if errors else []),
+        *(["", "Normal runs of unseen inputs checked beside one busy process (`--loaded`):", "",
+           *loaded_table(outcomes)] if loaded_table(outcomes) else []),
         "",
         "### Per-phase models on held-out inputs",
         "",
