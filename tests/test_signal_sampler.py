@@ -13,18 +13,10 @@ import pytest
 
 from mantispy.runtime import sampler as sampler_module
 from mantispy.sampling import flame as flames
-from mantispy.sampling.recorder import RecordOptions, record
+from mantispy.sampling.recorder import RecordOptions
 from mantispy.sampling.store import RecordingError, RecordingStore
 from mantispy.sampling.types import WHOLE
-
-PROGRAMS = Path(__file__).parent / "programs" / "sampled"
-CLI = [sys.executable, "-m", "mantispy"]
-
-
-def _record(tmp_path: Path, *invocation: str, **options):
-    store = tmp_path / "rec.db"
-    result = record(RecordOptions(list(invocation), store=store, cwd=PROGRAMS, **options))
-    return store, result
+from tests.test_sampling import CLI, PROGRAMS, _record
 
 
 def _own_shares(store: Path, recording_id: int, names: tuple[str, ...]) -> dict[str, float]:
