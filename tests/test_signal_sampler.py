@@ -83,6 +83,8 @@ def test_a_program_with_its_own_sigprof_handler_runs_as_it_would_unrecorded(tmp_
                                "own_profiler.py"], cwd=PROGRAMS, capture_output=True, text=True)
     assert (recorded.returncode, recorded.stdout) == (plain.returncode, plain.stdout) == (3, "ticked True\n")
     assert "installed a SIGPROF handler of its own while it ran" in recorded.stderr, recorded.stderr
+    assert "did not collide" not in recorded.stderr  # it did: the sampler gave SIGPROF up to it
+    assert "installed a SIGPROF handler: the sampler's signal trigger gave SIGPROF up to it" in recorded.stderr
     assert "Traceback" not in recorded.stderr
     with RecordingStore(tmp_path / "rec.db", create=False) as db:
         rec = db.recording(1)

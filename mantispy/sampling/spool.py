@@ -21,6 +21,7 @@ class SpoolReader:
         self.by_frames: dict[tuple[str, ...], int] = {}
         self.modes: set[str] = set()  # the modes the processes sampled in (cpu falls back to wall)
         self.fallbacks: dict[int, str] = {}  # process -> why it was not sampled on SIGPROF as asked
+        self.triggers: dict[int, str] = {}  # process -> how its main thread was last sampled ("thread", "signal")
 
     def read(self) -> tuple[dict[int, list[str]], list[tuple[float, int, int, int, float]]]:
         """New stacks and samples since the last read (only whole lines)."""
@@ -55,6 +56,7 @@ class SpoolReader:
             raise ValueError("a sample's time or weight is not a finite number")
         note = batch.get("trigger_note")
         self.modes.add(str(batch.get("mode", "")))
+        self.triggers[pid] = str(batch.get("trigger", "thread"))
         if note:
             self.fallbacks[pid] = " ".join(str(note).split())[:200]
         for local, frames in local_stacks.items():
@@ -75,7 +77,8 @@ class SpoolReader:
                 for pid, why in sorted(self.fallbacks.items())]
 
     def collisions(self) -> list[str]:
-        """What the program's processes installed that a signal- or hook-based sampler would collide with."""
+        """What the program's processes installed that a signal- or hook-based sampler would collide with, and
+        what the sampler did about it (by how each process's main thread was sampled)."""
         notes = []
         for path in sorted(self.folder.glob("collisions-*.json")):
             try:
@@ -83,6 +86,15 @@ class SpoolReader:
             except (OSError, ValueError):
                 continue
             pid = path.stem.split("-", 1)[1]
-            notes.append(f"process {pid} installed {', '.join(map(str, found))}: the built-in sampler uses no signal, "
-                         "timer or trace hook, so it did not collide (--sampler signal uses SIGPROF where it is free)")
+            notes.append(f"process {pid} installed {', '.join(map(str, found))}: {self._outcome(pid)}")
         return notes
+
+    def _outcome(self, pid: str) -> str:
+        process = int(pid) if pid.isdigit() else -1
+        if process in self.fallbacks:
+            return "the sampler's signal trigger gave SIGPROF up to it and sampled from its own thread instead"
+        if self.triggers.get(process) == "signal":
+            return ("the sampler's signal trigger uses SIGPROF and a timer on the main thread's CPU clock only, "
+                    "so it did not collide")
+        return ("the built-in sampler uses no signal, timer or trace hook, so it did not collide "
+                "(--sampler signal uses SIGPROF where it is free)")
