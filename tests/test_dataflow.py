@@ -32,6 +32,7 @@ from mantispy.dataflow.types import (
     profile_from_json,
     read_profile,
 )
+from mantispy.dataflow.transfer_model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY_S, transfer_model
 from mantispy.dataflow.whatif import Configuration, WhatIfError, holds_gil, predict, worker_overhead
 from tests.helpers import MANTISPY, read_mutated
 
@@ -236,6 +237,56 @@ def test_transfers_between_workers_cost_time():
     two = predict(profile, Configuration(2, 1, None, 2))
     assert one.transferred_bytes == 0 and two.transferred_bytes == 100_000_000
     assert two.completion_s > one.completion_s + 0.5  # 100 MB at Dask's default 100 MB/s
+
+
+def _fetch_log_profile(bag_seconds: float) -> DataflowProfile:
+    """Two workers: an array operation's 16 MB result and a bag's 2 MB one both fetched for a join, three
+    small fetches beside them; the bag's fetch takes ``bag_seconds`` beyond 4 ms of latency."""
+    parts = [task("arr-0", 0.0, 0.1, op="arr", worker="w1", nbytes=16_000_000),
+             task("bag-0", 0.0, 0.1, op="bag", worker="w2", nbytes=2_000_000),
+             task("tiny-0", 0.0, 0.1, op="tiny", worker="w2", nbytes=100)]
+    joined = task("join-0", 0.2, 0.3, ("arr-0", "bag-0", "tiny-0"), op="join", worker="w1")
+    profile = profile_of(parts + [joined], workers=2, functions={op: NUMPY_KERNEL for op in ("arr", "bag", "tiny", "join")})
+    profile.transfers = [Transfer("w1", "w2", 0.1, 0.102, ("tiny-0",), 100), Transfer("w2", "w1", 0.1, 0.104, ("tiny-0",), 100),
+                         Transfer("w1", "w2", 0.1, 0.106, ("tiny-0",), 100),
+                         Transfer("w2", "w1", 0.1, 0.124, ("arr-0",), 16_000_000),
+                         Transfer("w1", "w2", 0.1, 0.104 + bag_seconds, ("bag-0",), 2_000_000)]
+    return profile
+
+
+def test_fetches_cost_the_logged_latency_and_each_operations_own_rate():
+    profile = _fetch_log_profile(0.5)
+    model = transfer_model(profile, [t for t in profile.tasks if t.ran])
+    assert model.source == "transfer log" and model.latency_s == pytest.approx(0.004)
+    assert model.by_operation == pytest.approx({"arr": 800e6, "bag": 4e6})  # bytes over time beyond the latency
+    assert model.bandwidth == pytest.approx(18e6 / 0.52)
+    assert model.seconds([("bag", 1_000_000), ("arr", 8_000_000)]) == pytest.approx(0.004 + 0.25 + 0.01)
+    assert model.seconds([("other", 1_000_000)]) == pytest.approx(0.004 + 1e6 / model.bandwidth)
+    assert model.seconds([]) == 0.0
+    assert "bag 4.0 MB/s" in model.describe() and "transfer log" in model.describe()
+
+
+def test_a_profile_without_a_fetch_log_falls_back_to_gather_time_or_the_default():
+    profile = _fetch_log_profile(0.5)
+    profile.transfers = []
+    ran = [t for t in profile.tasks if t.ran]
+    assert transfer_model(profile, ran) == transfer_model(profile, ran)
+    assert (transfer_model(profile, ran).source, transfer_model(profile, ran).bandwidth) == ("default", DEFAULT_BANDWIDTH)
+    profile.worker_metrics["gather-dep/w1/seconds"] = 0.9
+    fallback = transfer_model(profile, ran)
+    assert fallback.source == "gather time" and fallback.bandwidth == pytest.approx(2_000_100 / 0.9)  # what the join fetched
+    assert fallback.latency_s == DEFAULT_LATENCY_S
+
+
+def test_the_replay_charges_fetches_at_the_rates_the_recording_logged():
+    """The join's inputs sit on two workers: with the bag's results slow to move (4 MB/s logged) the replay
+    runs it where the bag's result is and fetches the arrays (800 MB/s); with them fast, where the arrays are."""
+    two = Configuration(2, 1, None, 2)
+    slow, fast = predict(_fetch_log_profile(0.5), two), predict(_fetch_log_profile(0.001), two)
+    assert slow.transferred_bytes >= 16_000_000 and fast.transferred_bytes <= 2_000_100
+    assert any("per operation: arr 800.0 MB/s, bag 4.0 MB/s" in a for a in slow.assumptions), slow.assumptions
+    alone = predict(_fetch_log_profile(0.5), Configuration(1, 2, None, 2))
+    assert alone.transferred_bytes == 0
 
 
 def test_fetched_bytes_go_to_the_operation_whose_results_moved():

@@ -7,7 +7,8 @@ and the rest IO. The recording's own contention (its tasks and the machine's oth
 
 The replay is an event simulation close to Dask's scheduler, work stealing aside: root tasks go to the
 first free thread in priority order; a task whose inputs exist goes to the worker where it would start
-soonest counting the transfer of its missing inputs; every worker runs its queue in priority order. CPU
+soonest counting the transfer of its missing inputs (:mod:`.transfer_model`: a latency per fetch and bytes at a
+rate per operation, from the workers' log of their fetches); every worker runs its queue in priority order. CPU
 work (with the (de)serialising of inputs moved between workers, and the worker's own per-task Python)
 shares the machine's cores (processor sharing), and Python that holds the GIL shares one core per worker
 process; results held past 60 % of a worker's memory limit spill to disk and are read back. The driver's
@@ -40,15 +41,13 @@ from dataclasses import dataclass, field
 from statistics import median
 
 from .operations import CPU_SHARE_FOR_CPU, cpu_shares
+from .transfer_model import TransferModel, transfer_model
 from .types import DataflowProfile, TaskRun
 
 SPILL_TARGET = 0.6
 """Dask's ``distributed.worker.memory.target``: managed memory above this share of the limit spills."""
-DEFAULT_BANDWIDTH = 100e6
-"""Bytes per second between workers when the recording moved too little to measure it (Dask's default)."""
 DEFAULT_DISK_BANDWIDTH = 300e6
 """Bytes per second of spilling (serialising and writing, reading back) when none was recorded."""
-TRANSFER_LATENCY_S = 0.002
 MAX_CALIBRATION = 2.0
 """The replay is scaled to reproduce the recording, by at most this factor either way."""
 GIL_FREE_MODULES = ("numpy", "pandas", "pyarrow", "scipy", "numexpr", "sklearn", "zlib", "lz4", "bz2", "lzma",
@@ -136,9 +135,8 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     concurrency = sum(t.stop - t.start for t in ran) / span if span > 0 else 1.0
     tasks = _build_tasks(profile, ran, work, gil_ops)
     overhead = _dispatch_overhead(ran)
-    bandwidth, measured_bw = _bandwidth(profile, ran)
-    if not measured_bw:
-        assumptions.append(f"transfers at {bandwidth / 1e6:.0f} MB/s (the recording moved too little to measure)")
+    transfers = transfer_model(profile, ran)
+    assumptions.append(transfers.describe())
     disk_bw = _disk_bandwidth(profile)
     baseline = _worker_baseline(profile)
     if not profile.machine:
@@ -152,7 +150,7 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
         return warmup * (max(1.0, target.workers / target.cores) - max(1.0, recorded.workers / recorded.cores))
 
     def replay(target: Configuration) -> tuple[_Simulation, float]:
-        sim = _Simulation(tasks, target, overhead, bandwidth, disk_bw, baseline,
+        sim = _Simulation(tasks, target, overhead, transfers, disk_bw, baseline,
                           _Load(elsewhere, max(concurrency, 1.0), worker_cpu_per_task))
         first = batches[0]
         intake = _Batch(first.keys, first.offset, first.waits, first.gap, max(0.0, first.latency + more_intake(target)))
@@ -327,17 +325,6 @@ def _dispatch_overhead(ran: list[TaskRun]) -> float:
     return min(0.05, median(gaps)) if gaps else 0.002
 
 
-def _bandwidth(profile: DataflowProfile, ran: list[TaskRun]) -> tuple[float, bool]:
-    worker_of = {t.key: t.worker for t in ran}
-    size = {t.key: t.nbytes for t in ran}
-    moved = {(d, t.worker) for t in ran for d in t.deps if worker_of.get(d) not in (None, t.worker)}
-    moved_bytes = sum(size.get(d, 0) for d, _ in moved)
-    seconds = sum(v for k, v in profile.worker_metrics.items() if k.startswith("gather-dep/") and k.endswith("/seconds"))
-    if moved_bytes > 1_000_000 and seconds > 0.02:
-        return moved_bytes / seconds, True
-    return DEFAULT_BANDWIDTH, False
-
-
 def _disk_bandwidth(profile: DataflowProfile) -> float:
     seconds = sum(v for k, v in profile.worker_metrics.items() if "/disk-write/seconds" in k or "/disk-read/seconds" in k)
     moved = sum(v for k, v in profile.worker_metrics.items() if "/disk-write/bytes" in k or "/disk-read/bytes" in k)
@@ -391,13 +378,13 @@ def _batches(profile: DataflowProfile, ran: list[TaskRun]) -> list[_Batch]:
 class _Simulation:
     """The event simulation of one configuration."""
 
-    def __init__(self, tasks: dict[str, _Task], config: Configuration, overhead: float, bandwidth: float,
+    def __init__(self, tasks: dict[str, _Task], config: Configuration, overhead: float, transfers: TransferModel,
                  disk_bw: float, baseline: int, load: _Load) -> None:
         self.tasks = tasks
         self.load = load
         self.config = config
         self.overhead = overhead
-        self.bandwidth = bandwidth
+        self.transfers = transfers
         self.disk_bw = disk_bw
         self.capacity = (None if config.memory_limit is None
                          else max(0.0, SPILL_TARGET * config.memory_limit - baseline))
@@ -484,8 +471,9 @@ class _Simulation:
             return
         best = None
         for w in range(self.config.workers):
-            missing = sum(self.tasks[d].nbytes for d in task.deps if w not in self.where.get(d, ()))
-            transfer = (missing / self.bandwidth + TRANSFER_LATENCY_S) if missing else 0.0
+            lacking = [(self.tasks[d].operation, self.tasks[d].nbytes) for d in task.deps if w not in self.where.get(d, ())]
+            missing = sum(nbytes for _, nbytes in lacking)
+            transfer = self.transfers.seconds(lacking) if missing else 0.0
             backlog = len(self.queues[w]) + self.threads_busy[w] + 1 - self.config.threads_per_worker
             wait = max(0, backlog) * self.mean_duration / self.config.threads_per_worker
             cost = (transfer + wait, missing, w)
