@@ -133,6 +133,21 @@ def test_the_machines_other_load_is_taken_out():
     assert dask_seconds(loaded, 2, 1) > 2.0 * 1.2  # with that load, two workers are not twice as fast
 
 
+def test_other_programs_load_is_taken_out_of_the_recording_and_not_replayed():
+    """The 1.5 cores beside the tasks were other programs' (the recording's own process tree used only the
+    tasks' CPU): each task was slowed 1.25x by them and runs in 0.8 s without them."""
+    tasks = independent(4, 1.0)
+    others = [MachinePoint(0.0, 100.0, 10.0), MachinePoint(4.0, 100.0 + 4 * 1.0 + 4 * 1.5, 10.0 + 4 * 1.0)]
+    loaded = replace(profile_of(tasks, functions={"work": NUMPY_KERNEL}), machine=others)
+    alone = predict(loaded, Configuration(1, 1, None, 2))
+    assert alone.completion_s == pytest.approx(3.2, rel=0.02) and alone.calibration == pytest.approx(1.0, abs=0.02)
+    assert any("other programs kept 1.50 cores busy" in note for note in alone.assumptions), alone.assumptions
+    assert dask_seconds(loaded, 2, 1) == pytest.approx(1.6, rel=0.05)
+    ours = [MachinePoint(0.0, 100.0, 10.0), MachinePoint(4.0, 100.0 + 4 * 1.0 + 4 * 1.5, 10.0 + 4 * 1.0 + 4 * 1.5)]
+    own_load = replace(profile_of(tasks, functions={"work": NUMPY_KERNEL}), machine=ours)
+    assert dask_seconds(own_load, 1, 1) == pytest.approx(4.0, rel=0.02)  # the recording's own load: replayed
+
+
 def test_the_machines_other_load_grows_with_the_tasks_running_at_once():
     # recorded one task at a time beside 1 core of other load (the scheduler's work follows the task rate): two
     # workers run two tasks at once beside 2 cores of it, four cores of demand on two cores
@@ -339,7 +354,7 @@ def profiles(draw) -> DataflowProfile:
         started=started, ended=started + draw(seconds), returncode=draw(st.none() | st.integers(-9, 255)),
         complete=draw(st.booleans()), tasks=tasks,
         functions={draw(names): [FunctionRef(draw(names), draw(names), draw(names), draw(st.integers(0, 10**6)))]},
-        machine=[MachinePoint(draw(seconds), draw(seconds))], notes=draw(st.lists(names, max_size=2)),
+        machine=[MachinePoint(draw(seconds), draw(seconds), draw(st.none() | seconds)) for _ in range(draw(st.integers(0, 2)))], notes=draw(st.lists(names, max_size=2)),
         worker_metrics={draw(names): draw(seconds)}, transfers=draw(st.lists(transfers(), max_size=3)))
 
 
@@ -433,6 +448,9 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     ops = {op.name: op for op in operations(profile)}
     assert ops["parse"].tasks == 6 and ops["total"].upstream == ("parse",)
     assert {t.worker for t in profile.tasks} == {w.address for w in profile.workers}  # both workers ran tasks
+    own = [point.own_s for point in profile.machine]
+    assert None not in own and own == sorted(own)  # the recording's process tree: its workers' tasks included
+    assert own[-1] - own[0] >= 0.5 * sum(t.compute_s for t in profile.tasks if t.ran)
     parse = [f for f in ops["parse"].own_functions if f.qualname == "parse"]
     assert parse and parse[0].line == DELAYED_JOB.splitlines().index("def parse(n):") + 1
     # the workers' thread-CPU accounting reached the profile (how much of a task's time was CPU depends on

@@ -111,23 +111,58 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
     return Recording(profile, returncode)
 
 
+FIND_EVERY = 4
+"""The machine sampler looks for the recording's processes again every this many samples."""
+
+
 class _MachineSampler:
-    """Reads the machine's busy CPU seconds (``/proc/stat``) every ``interval`` in a thread."""
+    """Reads the machine's busy CPU seconds (``/proc/stat``) every ``interval`` in a thread, beside the CPU
+    seconds of this process and its descendants (the scheduler a LocalCluster runs here, its nannies and
+    workers, the job): what the rest of the machine did is the difference."""
 
     def __init__(self, interval: float) -> None:
         import threading
 
+        import psutil
+
         self.points: list[MachinePoint] = []
         self._interval = interval
         self._done = threading.Event()
+        self._me = psutil.Process()
+        self._used: dict[tuple[int, float], float] = {}  # (pid, its start time) -> CPU seconds last read
+        self._tree: list[psutil.Process] = []
+        self._samples = 0
         self._sample()
         self._thread = threading.Thread(target=self._run, name="mantispy-machine", daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
+        own = self._own_cpu()
         snapshot = MachineSnapshot.now()
         if snapshot.busy_s is not None:
-            self.points.append(MachinePoint(time.time(), snapshot.busy_s))
+            self.points.append(MachinePoint(time.time(), snapshot.busy_s, own))
+
+    def _own_cpu(self) -> float | None:
+        """CPU seconds of this process tree so far; a process that ended keeps what it was last read at. The
+        tree is looked for again every ``FIND_EVERY`` samples only: finding it reads every process's status,
+        each read waiting for the GIL while the scheduler works."""
+        import psutil
+
+        if self._samples % FIND_EVERY == 0:
+            try:
+                self._tree = [self._me, *self._me.children(recursive=True)]
+            except psutil.Error:
+                return None
+        self._samples += 1
+        for process in self._tree:
+            try:
+                with process.oneshot():
+                    times = process.cpu_times()
+                    key = (process.pid, process.create_time())
+            except psutil.Error:
+                continue
+            self._used[key] = max(self._used.get(key, 0.0), times.user + times.system)
+        return sum(self._used.values())
 
     def _run(self) -> None:
         while not self._done.wait(self._interval):

@@ -3,7 +3,8 @@
 JSON (``format`` = ``mantispy-dataflow-profile``, ``version`` 1). :func:`profile_from_json` checks every
 field and names the first bad one in a :class:`ProfileError`; :meth:`DataflowProfile.to_json` writes what
 it reads back. Times are seconds since the epoch, as the workers' clocks gave them. ``machine`` (the whole machine's
-busy CPU seconds through the job) is optional: profiles written without it read as an empty list.
+busy CPU seconds through the job) is optional: profiles written without it read as an empty list; so is each
+point's ``own_s`` (the recording's own processes' CPU seconds).
 """
 
 from __future__ import annotations
@@ -130,10 +131,13 @@ class Transfer:
 
 @dataclass(frozen=True)
 class MachinePoint:
-    """The whole machine's busy CPU seconds (all processes, all cores, since boot) at one moment."""
+    """The whole machine's busy CPU seconds (all processes, all cores, since boot) at one moment, and the
+    CPU seconds the recording's own processes had used by then (the recorder with the scheduler it
+    started, the job and the workers it started; None in profiles recorded before they were kept)."""
 
     t: float
     busy_s: float
+    own_s: float | None = None
 
 
 @dataclass
@@ -241,7 +245,8 @@ def profile_from_json(text: str) -> DataflowProfile:
     machine = []
     for i, item in enumerate(root.items("machine") if "machine" in body else []):
         m = _Fields(item, f"machine[{i}]")
-        machine.append(MachinePoint(t=m.number("t"), busy_s=m.number("busy_s", low=0.0)))
+        machine.append(MachinePoint(t=m.number("t"), busy_s=m.number("busy_s", low=0.0),
+                                    own_s=None if item.get("own_s") is None else m.number("own_s", low=0.0)))
     transfers = []
     for i, item in enumerate(root.items("transfers") if "transfers" in body else []):
         x = _Fields(item, f"transfers[{i}]")

@@ -18,11 +18,15 @@ The recording's CPU beside its tasks is split three ways, each following what dr
 * the worker processes' own CPU beyond their tasks' (the event loop (de)serialising results and messages,
   from the workers' CPU series): per-task work that holds the worker's GIL, so a single worker pays it in
   series with its tasks;
-* the rest of the machine's load while tasks ran (the scheduler's per-task transitions, the job's own
-  process, other programs): a demand that grows with the number of tasks running at once (the scheduler's
+* the rest of the recording's own processes' load while tasks ran (the scheduler's per-task transitions,
+  the job's own process): a demand that grows with the number of tasks running at once (the scheduler's
   work follows the task rate), scaled from the recording's mean concurrency, taken as at least one task: a
   recording whose tasks ran a small share of its time (0.02 tasks at once, beside another program's load)
   put the whole of that load on each running task, tens of cores of it;
+* other programs' load (the machine's busy CPU beyond the recording's own process tree, steal time
+  included; profiles recorded without the tree's CPU count it as the recording's own): taken out of the
+  recorded tasks' times with the rest, kept in the replay of the recorded configuration that calibrates
+  the replay (below), and left out of the prediction, which is for the job on the machine without it;
 * the intake of the first computation: each new worker process deserialises its first tasks and imports
   their libraries (measured on groupby_join: 0.94 CPU s at 2 workers, 1.97 s at 4), so the recorded
   intake's CPU per worker is spread over the target's workers and cores.
@@ -131,7 +135,9 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     span = max(t.stop for t in ran) - min(t.start for t in ran)
     in_workers = min(worker_overhead(profile), background * span)
     worker_cpu_per_task = in_workers / len(ran)
-    elsewhere = max(0.0, background - in_workers / span) if span > 0 else background
+    beside = max(0.0, background - in_workers / span) if span > 0 else background
+    foreign = min(beside, foreign_demand(profile))
+    elsewhere = beside - foreign
     concurrency = sum(t.stop - t.start for t in ran) / span if span > 0 else 1.0
     tasks = _build_tasks(profile, ran, work, gil_ops)
     overhead = _dispatch_overhead(ran)
@@ -149,9 +155,9 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     def more_intake(target: Configuration) -> float:
         return warmup * (max(1.0, target.workers / target.cores) - max(1.0, recorded.workers / recorded.cores))
 
-    def replay(target: Configuration) -> tuple[_Simulation, float]:
+    def replay(target: Configuration, other_programs: float = 0.0) -> tuple[_Simulation, float]:
         sim = _Simulation(tasks, target, overhead, transfers, disk_bw, baseline,
-                          _Load(elsewhere, max(concurrency, 1.0), worker_cpu_per_task))
+                          _Load(elsewhere, max(concurrency, 1.0), worker_cpu_per_task, other_programs))
         first = batches[0]
         intake = _Batch(first.keys, first.offset, first.waits, first.gap, max(0.0, first.latency + more_intake(target)))
         return sim, sim.run([intake, *batches[1:]]) - first_submit
@@ -160,8 +166,11 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
         assumptions.append(f"the workers' own Python beside their tasks (their CPU series): {worker_cpu_per_task * 1e3:.1f} ms "
                            "per task, holding the worker's GIL")
     if elsewhere > 0:
-        assumptions.append(f"the rest of the machine's load: {elsewhere:.2f} cores at the recording's {concurrency:.1f} "
-                           "tasks running at once, growing with the tasks running")
+        assumptions.append(f"the rest of the recording's own load (the scheduler, the job's process): {elsewhere:.2f} cores "
+                           f"at the recording's {concurrency:.1f} tasks running at once, growing with the tasks running")
+    if foreign > 0.005:
+        assumptions.append(f"other programs kept {foreign:.2f} cores busy while the tasks ran: taken out of the recording "
+                           "and not replayed")
     if abs(more_intake(config)) >= 0.01:
         assumptions.append(f"the first computation's intake: {warmup:.2f} CPU s per new worker, {more_intake(config):+.2f} s "
                            f"at {config.workers} worker(s) on {config.cores} cores")
@@ -169,7 +178,7 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     last_recorded = max(t.stop for t in ran)
     recorded_dask = last_recorded - profile.started - first_submit
     r = profile.cluster
-    _, own = replay(Configuration(r.workers, r.threads_per_worker, r.memory_limit, r.cores))
+    _, own = replay(Configuration(r.workers, r.threads_per_worker, r.memory_limit, r.cores), foreign)
     calibration = min(MAX_CALIBRATION, max(1 / MAX_CALIBRATION, recorded_dask / own)) if own > 0 else 1.0
     if abs(calibration - 1.0) > 0.02:
         assumptions.append(f"the replay of the recorded configuration gives {own:.2f} s of Dask time where the recording "
@@ -204,6 +213,21 @@ def background_demand(profile: DataflowProfile) -> float:
     return min(float(profile.cluster.cores), max(0.0, (busy - tasks_cpu) / (last - first)))
 
 
+def foreign_demand(profile: DataflowProfile) -> float:
+    """Cores other programs kept busy while tasks ran (steal time included): the machine's busy CPU seconds
+    over the tasks' span less the recording's own processes' (0 for profiles without the latter)."""
+    points = sorted(profile.machine, key=lambda p: p.t)
+    ran = [t for t in profile.tasks if t.ran]
+    if len(points) < 2 or not ran or any(p.own_s is None for p in points):
+        return 0.0
+    first, last = min(t.start for t in ran), max(t.stop for t in ran)
+    if last - first < 0.05:
+        return 0.0
+    busy = _busy_at(points, last) - _busy_at(points, first)
+    own = _busy_at(points, last, "own_s") - _busy_at(points, first, "own_s")
+    return min(float(profile.cluster.cores), max(0.0, (busy - own) / (last - first)))
+
+
 def worker_overhead(profile: DataflowProfile) -> float:
     """CPU seconds the worker processes spent beside their tasks while tasks ran: the workers' CPU series
     (each point's CPU percentage over the interval it ends) less the tasks' own CPU seconds."""
@@ -226,21 +250,25 @@ def worker_overhead(profile: DataflowProfile) -> float:
 
 
 def intake_cpu(profile: DataflowProfile, batch: _Batch) -> float:
-    """The machine's CPU seconds between a batch's submission and its first task's start."""
+    """The CPU seconds between a batch's submission and its first task's start: the recording's own
+    processes' where the profile has them, else the machine's."""
     points = sorted(profile.machine, key=lambda p: p.t)
     if len(points) < 2 or batch.latency <= 0:
         return 0.0
+    counter = "busy_s" if any(p.own_s is None for p in points) else "own_s"
     submitted = profile.started + batch.offset
-    return max(0.0, _busy_at(points, submitted + batch.latency) - _busy_at(points, submitted))
+    return max(0.0, _busy_at(points, submitted + batch.latency, counter) - _busy_at(points, submitted, counter))
 
 
-def _busy_at(points: list, t: float) -> float:
+def _busy_at(points: list, t: float, counter: str = "busy_s") -> float:
+    """A machine point's ``counter`` interpolated at ``t`` (clamped to the series' ends)."""
     if t <= points[0].t:
-        return points[0].busy_s
+        return getattr(points[0], counter)
     for a, b in zip(points, points[1:]):
         if a.t <= t <= b.t:
-            return a.busy_s + (b.busy_s - a.busy_s) * ((t - a.t) / (b.t - a.t) if b.t > a.t else 1.0)
-    return points[-1].busy_s
+            before, after = getattr(a, counter), getattr(b, counter)
+            return before + (after - before) * ((t - a.t) / (b.t - a.t) if b.t > a.t else 1.0)
+    return getattr(points[-1], counter)
 
 
 def intrinsic_work(profile: DataflowProfile, gil_ops: set[str], background: float = 0.0) -> dict[str, tuple[float, float]]:
@@ -346,6 +374,7 @@ class _Load:
     elsewhere: float  # cores busy outside the workers at the recording's mean concurrency
     concurrency: float  # the recording's mean number of tasks running at once, at least 1
     worker_cpu_per_task: float  # seconds of the worker's own GIL-holding Python per task
+    other_programs: float = 0.0  # cores kept busy by other programs (only in the replay of the recording itself)
 
 
 @dataclass
@@ -536,7 +565,7 @@ class _Simulation:
             held[key] = gil_cpu / total if total > 0 else 0.0
             free[key] = (cpu + own - gil_cpu) / total if total > 0 else 0.0
         demand = sum(held.values()) + sum(free.values())
-        background = self.load.elsewhere * len(self.running) / self.load.concurrency
+        background = self.load.elsewhere * len(self.running) / self.load.concurrency + self.load.other_programs
         core = max(1.0, (demand + background) / self.config.cores)
         gil: dict[int, float] = defaultdict(float)
         for key, (worker, _) in self.running.items():
