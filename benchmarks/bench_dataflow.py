@@ -15,10 +15,8 @@ without the recorder at every configuration (workers x threads that fit this 2-c
 recording predicts every configuration by itself (the issue's "recorded once"), compared with the median
 measured completion time (the script's wall time): the table shows the first recording's prediction and
 the mean error of all recordings' (one recording made beside a burst of load is as wrong at every
-configuration as it was slow). Before each plain run the CPU speed probe (``whatif --probe-speed``,
-:mod:`mantispy.dataflow.speed`) is measured, and every recording predicts every run by itself, as
-recorded and scaled by the probe: the per-run line. The noise floor is the median absolute relative
-deviation of each configuration's repeats. Recorder overhead: recorded runs against unrecorded runs at the recording's
+configuration as it was slow). The noise floor is the median absolute relative deviation of each
+configuration's repeats. Recorder overhead: recorded runs against unrecorded runs at the recording's
 configuration, interleaved.
 
 With --write the tables replace this benchmark's section of benchmarks/RESULTS.md. ``--overhead-only``
@@ -47,7 +45,6 @@ sys.path.insert(0, str(HERE.parent))
 
 from benchmarks.results import machine_fingerprint, write_section  # noqa: E402
 from mantispy.dataflow.record import ClusterRequest, python_command, record_job  # noqa: E402
-from mantispy.dataflow.speed import probe_cost_us  # noqa: E402
 from mantispy.dataflow.types import read_profile  # noqa: E402
 from mantispy.dataflow.whatif import Configuration, predict  # noqa: E402
 
@@ -125,10 +122,7 @@ def main() -> None:
             run(jobs[name], RECORDED, False)
     for old in WORK.glob("*.profile.*.json"):
         old.unlink()
-    probes: dict[tuple[str, tuple[int, int]], list[float]] = {}
     for i, (name, config, watch) in enumerate(plan, 1):
-        if not watch:  # the machine's speed just before the run, as a scheduler predicting it would measure it
-            probes.setdefault((name, config), []).append(probe_cost_us())
         profile = run(jobs[name], config, watch)
         walls.setdefault((name, config, watch), []).append(profile.wall_s)
         if watch:
@@ -142,9 +136,8 @@ def main() -> None:
     (WORK / "measured.json").write_text(json.dumps(
         {"args": {"repeats": args.repeats, "overhead_repeats": args.overhead_repeats, "seed": args.seed,
                   "warmup": args.warmup},
-         "walls": [[name, list(config), watch, values] for (name, config, watch), values in walls.items()],
-         "probes": [[name, list(config), values] for (name, config), values in probes.items()]}))
-    lines = _tables(jobs, walls, recordings, args, probes)
+         "walls": [[name, list(config), watch, values] for (name, config, watch), values in walls.items()]}))
+    lines = _tables(jobs, walls, recordings, args)
     lines.append(f"Total benchmark time {time.time() - started:.0f} s.")
     print("\n".join(lines))
     if args.write:
@@ -215,8 +208,7 @@ def _tabulate_again(args) -> None:
                   or [read_profile(WORK / f"{name}.profile.json")] for name in names}
     for key, value in saved["args"].items():
         setattr(args, key, value)
-    probes = {(name, tuple(config)): values for name, config, values in saved.get("probes", [])}
-    lines = _tables({name: None for name in names}, walls, recordings, args, probes)
+    lines = _tables({name: None for name in names}, walls, recordings, args)
     print("\n".join(lines))
     if args.write:
         write_section("bench_dataflow", "Dataflow what-if and recorder overhead on five Dask workloads (issue 23)",
@@ -257,9 +249,8 @@ def _spread(values: list[float]) -> float:
     return statistics.median(abs(v - mid) / mid for v in values) if len(values) > 1 else 0.0
 
 
-def _tables(jobs, walls, recordings, args, probes=None) -> list[str]:
-    """The benchmark's tables; ``recordings`` holds every recorded run of a job, the first one first;
-    ``probes``, the speed probe's cost before each plain run (in the order of ``walls``)."""
+def _tables(jobs, walls, recordings, args) -> list[str]:
+    """The benchmark's tables; ``recordings`` holds every recorded run of a job, the first one first."""
     lines = [f"Command: `python benchmarks/bench_dataflow.py --repeats {args.repeats} --overhead-repeats "
              f"{args.overhead_repeats} --seed {args.seed}`. Each job run {args.warmup} time(s) first, unrecorded and not "
              f"kept (a cold first run is slower); recorded {args.overhead_repeats} times at {RECORDED[0]}x{RECORDED[1]} "
@@ -306,36 +297,11 @@ def _tables(jobs, walls, recordings, args, probes=None) -> list[str]:
                      f"{statistics.fmean(per_job_every[name]) * 100:.1f} % | {overheads[-1] * 100:+.1f} % "
                      f"({len(walls[(name, RECORDED, True)])} vs {len(walls[(name, RECORDED, False)])} runs) |")
     lines += ["", *_classifier_lines({name: profiles[0] for name, profiles in recordings.items()})]
-    lines += _per_run_lines(jobs, walls, recordings, probes or {})
     lines += ["", f"Mean completion-time error over all workloads and configurations: {statistics.fmean(errors) * 100:.1f} % "
               f"from each job's first recording, {statistics.fmean(every) * 100:.1f} % over every recording "
               f"(goal <= 8 %; median noise floor {statistics.median(noise) * 100:.1f} %). Median recorder overhead: "
               f"{statistics.median(overheads) * 100:+.1f} % (goal <= 2 %)."]
     return lines
-
-
-def _per_run_lines(jobs, walls, recordings, probes) -> list[str]:
-    """Each recording predicting each measured run by itself: as recorded, and scaled by the speed probe
-    taken just before the run (``whatif --probe-speed``)."""
-    plain: list[float] = []
-    scaled: list[float] = []
-    for name in jobs:
-        for config in CONFIGS:
-            runs, costs = walls[(name, config, False)], probes.get((name, config), [])
-            if len(costs) != len(runs):
-                continue
-            for profile in recordings[name]:
-                target = Configuration(config[0], config[1], profile.cluster.memory_limit, profile.cluster.cores)
-                as_recorded = predict(profile, target).completion_s
-                for wall, cost in zip(runs, costs):
-                    plain.append(abs(as_recorded - wall) / wall)
-                    scaled.append(abs(predict(profile, target, cost).completion_s - wall) / wall)
-    if not plain:
-        return []
-    return ["", f"Per run (every recording predicting every measured run by itself, {len(plain)} predictions): mean error "
-                f"{statistics.fmean(plain) * 100:.1f} % as recorded, {statistics.fmean(scaled) * 100:.1f} % with the "
-                "recording's CPU work scaled by the speed probe taken just before the run (`whatif --probe-speed`); "
-                f"medians {statistics.median(plain) * 100:.1f} % and {statistics.median(scaled) * 100:.1f} %."]
 
 
 if __name__ == "__main__":

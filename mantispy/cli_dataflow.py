@@ -201,25 +201,21 @@ def show(profile: str, as_json: bool, html_out: Path | None, store_path: Path) -
 @click.option("--memory-limit", default=None, help="Memory per worker (default: as recorded).")
 @click.option("--cores", type=click.IntRange(1, 4096), default=None,
               help="Cores the workers share (default: the recording machine's).")
-@click.option("--probe-speed", is_flag=True,
-              help="Measure this machine's CPU speed now (0.5 s) and scale the recording's CPU work by its speed then.")
 @click.option("--json", "as_json", is_flag=True, help="The prediction as JSON.")
 @_store_option
-def whatif(profile: str, workers: int, threads: int, memory_limit: str | None, cores: int | None, probe_speed: bool,
-           as_json: bool, store_path: Path) -> None:
+def whatif(profile: str, workers: int, threads: int, memory_limit: str | None, cores: int | None, as_json: bool,
+           store_path: Path) -> None:
     """Predict a recorded job's completion time on another cluster configuration, and its bottleneck.
 
     PROFILE is a profile JSON file, a stored profile's id, or 'last'.
     """
     from mantispy.dataflow.render_text import prediction_json, render_prediction
-    from mantispy.dataflow.speed import probe_cost_us
     from mantispy.dataflow.whatif import Configuration, WhatIfError, predict
 
     loaded = _load(profile, store_path)
     limit = _bytes(memory_limit, "--memory-limit") if memory_limit else loaded.cluster.memory_limit
     try:
-        prediction = predict(loaded, Configuration(workers, threads, limit, cores or loaded.cluster.cores or os.cpu_count() or 1),
-                             probe_cost_us() if probe_speed else None)
+        prediction = predict(loaded, Configuration(workers, threads, limit, cores or loaded.cluster.cores or os.cpu_count() or 1))
     except WhatIfError as exc:
         raise UserError(f"{profile}: {exc}") from None
     if as_json:

@@ -32,7 +32,6 @@ from mantispy.dataflow.types import (
     profile_from_json,
     read_profile,
 )
-from mantispy.dataflow.speed import SpeedProbe, loop_cost_us, probe_cost_us
 from mantispy.dataflow.transfer_model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY_S, transfer_model
 from mantispy.dataflow.whatif import Configuration, WhatIfError, holds_gil, predict, worker_overhead
 from tests.helpers import MANTISPY, read_mutated
@@ -147,28 +146,6 @@ def test_other_programs_load_is_taken_out_of_the_recording_and_not_replayed():
     ours = [MachinePoint(0.0, 100.0, 10.0), MachinePoint(4.0, 100.0 + 4 * 1.0 + 4 * 1.5, 10.0 + 4 * 1.0 + 4 * 1.5)]
     own_load = replace(profile_of(tasks, functions={"work": NUMPY_KERNEL}), machine=ours)
     assert dask_seconds(own_load, 1, 1) == pytest.approx(4.0, rel=0.02)  # the recording's own load: replayed
-
-
-def test_a_machine_slower_now_than_when_recorded_scales_the_recordings_cpu_work():
-    tasks = independent(4, 1.0)
-    profile = replace(profile_of(tasks, functions={"work": NUMPY_KERNEL}), loop_cost_us=1000.0)
-    as_recorded = predict(profile, Configuration(1, 1, None, 2))
-    slower = predict(profile, Configuration(1, 1, None, 2), loop_cost_us=1500.0)
-    assert as_recorded.completion_s == pytest.approx(4.0, rel=0.02)
-    assert slower.completion_s == pytest.approx(6.0, rel=0.02) and slower.calibration == as_recorded.calibration
-    assert any("1500 us now, 1000 us while the job was recorded" in note for note in slower.assumptions)
-    assert predict(profile, Configuration(1, 1, None, 2), loop_cost_us=100_000.0).completion_s == pytest.approx(8.0, rel=0.02)
-    unknown = predict(replace(profile, loop_cost_us=None), Configuration(1, 1, None, 2), loop_cost_us=1500.0)
-    assert unknown.completion_s == pytest.approx(4.0, rel=0.02)
-    assert any("kept none to compare it with" in note for note in unknown.assumptions)
-
-
-def test_the_speed_probe_times_a_fixed_loop_on_the_threads_cpu_clock():
-    assert 0 < loop_cost_us() < 1e6 and 0 < probe_cost_us(0.05, 0.01) < 1e6
-    probe = SpeedProbe(interval=0.01)
-    time.sleep(0.1)
-    cost = probe.stop()
-    assert cost is not None and 0 < cost < 1e6 and len(probe.costs) >= 2
 
 
 def test_the_machines_other_load_grows_with_the_tasks_running_at_once():
@@ -378,8 +355,7 @@ def profiles(draw) -> DataflowProfile:
         complete=draw(st.booleans()), tasks=tasks,
         functions={draw(names): [FunctionRef(draw(names), draw(names), draw(names), draw(st.integers(0, 10**6)))]},
         machine=[MachinePoint(draw(seconds), draw(seconds), draw(st.none() | seconds)) for _ in range(draw(st.integers(0, 2)))], notes=draw(st.lists(names, max_size=2)),
-        worker_metrics={draw(names): draw(seconds)}, transfers=draw(st.lists(transfers(), max_size=3)),
-        loop_cost_us=draw(st.none() | seconds))
+        worker_metrics={draw(names): draw(seconds)}, transfers=draw(st.lists(transfers(), max_size=3)))
 
 
 @st.composite
@@ -475,7 +451,6 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     own = [point.own_s for point in profile.machine]
     assert None not in own and own == sorted(own)  # the recording's process tree: its workers' tasks included
     assert own[-1] - own[0] >= 0.5 * sum(t.compute_s for t in profile.tasks if t.ran)
-    assert profile.loop_cost_us is not None and profile.loop_cost_us > 0  # the machine's speed while it ran
     parse = [f for f in ops["parse"].own_functions if f.qualname == "parse"]
     assert parse and parse[0].line == DELAYED_JOB.splitlines().index("def parse(n):") + 1
     # the workers' thread-CPU accounting reached the profile (how much of a task's time was CPU depends on
@@ -502,10 +477,6 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     assert whatif.returncode == 0, whatif.stderr
     prediction = json.loads(whatif.stdout)
     assert prediction["completion_s"] > 0 and prediction["bottleneck_operation"] == "parse"
-    probed = run_mantispy("dataflow", "whatif", "job.profile.json", "--workers", "1", "--threads", "1", "--json",
-                          "--probe-speed", cwd=tmp_path)
-    assert probed.returncode == 0, probed.stderr
-    assert any("CPU speed probe" in note for note in json.loads(probed.stdout)["assumptions"])
     text = run_mantispy("dataflow", "whatif", "1", "--store", "store.db", "--workers", "4", "--threads", "1",
                         cwd=tmp_path)
     assert "predicted:" in text.stdout and "bottleneck: parse" in text.stdout

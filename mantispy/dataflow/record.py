@@ -29,7 +29,6 @@ from mantispy.core.watchdog import WATCHDOG, run_watched
 from mantispy.measurement import MachineSnapshot
 
 from .plugin import PLUGIN_NAME, DataflowRecorder, TransferLog, snapshot
-from .speed import SpeedProbe
 from .types import ClusterConfig, DataflowProfile, FunctionRef, MachinePoint, TaskRun, Transfer, WorkerInfo, WorkerPoint
 
 CONNECT_TIMEOUT_S = 10.0
@@ -82,7 +81,6 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
             if watch:
                 _register(client, interval, address)
             machine = _MachineSampler(interval / 2)
-            speed = SpeedProbe() if watch else None
             job_started = time.time()
             with tempfile.TemporaryDirectory(prefix="mantis-dataflow-own-") as own_folder:
                 try:
@@ -90,7 +88,6 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
                 finally:
                     job_ended = time.time()
                     machine.stop()
-                    loop_cost = speed.stop() if speed is not None else None
                 own = job_clusters(Path(own_folder))
             raw: dict[str, Any] | None = {}
             if watch:
@@ -111,7 +108,6 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
     profile = build_profile(list(argv), str(cwd or Path.cwd()), raw, job_started, job_ended, returncode,
                             request, address, started_by)
     profile.machine = machine.points
-    profile.loop_cost_us = loop_cost
     return Recording(profile, returncode)
 
 

@@ -4,8 +4,7 @@ JSON (``format`` = ``mantispy-dataflow-profile``, ``version`` 1). :func:`profile
 field and names the first bad one in a :class:`ProfileError`; :meth:`DataflowProfile.to_json` writes what
 it reads back. Times are seconds since the epoch, as the workers' clocks gave them. ``machine`` (the whole machine's
 busy CPU seconds through the job) is optional: profiles written without it read as an empty list; so is each
-point's ``own_s`` (the recording's own processes' CPU seconds), and ``loop_cost_us`` (the CPU speed probe's cost
-while the job ran, :mod:`.speed`).
+point's ``own_s`` (the recording's own processes' CPU seconds).
 """
 
 from __future__ import annotations
@@ -160,7 +159,6 @@ class DataflowProfile:
     notes: list[str] = field(default_factory=list)
     machine: list[MachinePoint] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)  # empty in profiles recorded before they were kept
-    loop_cost_us: float | None = None  # the machine's speed while the job ran (:mod:`.speed`); None: not measured
 
     @property
     def wall_s(self) -> float:
@@ -265,8 +263,7 @@ def profile_from_json(text: str) -> DataflowProfile:
     return DataflowProfile(command=root.texts("command"), cwd=root.text("cwd"), cluster=cluster, started=started,
                            ended=ended, returncode=returncode, complete=root.flag("complete"), tasks=tasks,
                            functions=functions, workers=workers, series=series, worker_metrics=worker_metrics,
-                           notes=root.texts("notes"), machine=machine, transfers=transfers,
-                           loop_cost_us=None if body.get("loop_cost_us") is None else root.number("loop_cost_us", low=0.0))
+                           notes=root.texts("notes"), machine=machine, transfers=transfers)
 
 
 def _bad(name: str, what: str) -> Any:

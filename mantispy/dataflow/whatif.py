@@ -41,7 +41,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from statistics import median
 
 from .operations import CPU_SHARE_FOR_CPU, cpu_shares
@@ -120,10 +120,8 @@ def holds_gil(functions: list[str]) -> bool:
     return not any(f == m or f.startswith(m + ".") for f in functions for m in GIL_FREE_MODULES)
 
 
-def predict(profile: DataflowProfile, config: Configuration, loop_cost_us: float | None = None) -> Prediction:
-    """Replay ``profile`` on ``config`` and predict the job's completion time; with ``loop_cost_us`` (the
-    machine's speed now, :func:`.speed.probe_cost_us`) and a profile that kept its own, the recording's CPU
-    work (its tasks', the workers' and the driver's, the scheduler's intake) is scaled by their ratio."""
+def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
+    """Replay ``profile`` on ``config`` and predict the job's completion time."""
     ran = [t for t in profile.tasks if t.ran]
     if not ran:
         raise WhatIfError("the profile has no task that ran; record a job that computes something with Dask")
@@ -153,22 +151,16 @@ def predict(profile: DataflowProfile, config: Configuration, loop_cost_us: float
     first_submit = batches[0].offset
     warmup = intake_cpu(profile, batches[0]) / profile.cluster.workers
     recorded = profile.cluster
-    speed = machine_speed(profile, loop_cost_us)
-    if loop_cost_us is not None:
-        assumptions.append(_speed_note(profile, loop_cost_us, speed))
 
     def more_intake(target: Configuration) -> float:
         return warmup * (max(1.0, target.workers / target.cores) - max(1.0, recorded.workers / recorded.cores))
 
-    def replay(target: Configuration, other_programs: float = 0.0, slower: float = 1.0) -> tuple[_Simulation, float]:
-        scaled = tasks if slower == 1.0 else _scaled_tasks(tasks, slower)
-        sim = _Simulation(scaled, target, overhead * slower, transfers, disk_bw, baseline,
-                          _Load(elsewhere, max(concurrency, 1.0), worker_cpu_per_task * slower, other_programs))
+    def replay(target: Configuration, other_programs: float = 0.0) -> tuple[_Simulation, float]:
+        sim = _Simulation(tasks, target, overhead, transfers, disk_bw, baseline,
+                          _Load(elsewhere, max(concurrency, 1.0), worker_cpu_per_task, other_programs))
         first = batches[0]
-        intake = _Batch(first.keys, first.offset, first.waits, first.gap * slower,
-                        max(0.0, (first.latency + more_intake(target)) * slower))
-        later = [_Batch(b.keys, b.offset, b.waits, b.gap * slower, b.latency * slower) for b in batches[1:]]
-        return sim, sim.run([intake, *later]) - first_submit
+        intake = _Batch(first.keys, first.offset, first.waits, first.gap, max(0.0, first.latency + more_intake(target)))
+        return sim, sim.run([intake, *batches[1:]]) - first_submit
 
     if worker_cpu_per_task > 0:
         assumptions.append(f"the workers' own Python beside their tasks (their CPU series): {worker_cpu_per_task * 1e3:.1f} ms "
@@ -191,11 +183,11 @@ def predict(profile: DataflowProfile, config: Configuration, loop_cost_us: float
     if abs(calibration - 1.0) > 0.02:
         assumptions.append(f"the replay of the recorded configuration gives {own:.2f} s of Dask time where the recording "
                            f"took {recorded_dask:.2f} s: every replay is scaled by {calibration:.3f}")
-    sim, dask_s = replay(config, slower=speed)
+    sim, dask_s = replay(config)
     dask_s *= calibration
-    tail = max(0.0, profile.ended - last_recorded) * speed
-    completion = first_submit * speed + dask_s + tail
-    driver = first_submit * speed + tail + sum(b.gap for b in batches[1:] if b.waits) * speed
+    tail = max(0.0, profile.ended - last_recorded)
+    completion = first_submit + dask_s + tail
+    driver = first_submit + tail + sum(b.gap for b in batches[1:] if b.waits)
     busy = dict(sorted(sim.busy.items(), key=lambda kv: -kv[1]))
     bottleneck = next(iter(busy), "")
     return Prediction(config=config, completion_s=completion, dask_s=dask_s, driver_s=driver,
@@ -203,29 +195,6 @@ def predict(profile: DataflowProfile, config: Configuration, loop_cost_us: float
                       bottleneck_resource=sim.resource_of(bottleneck), operation_busy_s=busy,
                       transferred_bytes=sim.transferred, spilled_bytes=sim.spilled,
                       cpu_saturation=sim.mean_saturation(), calibration=calibration, assumptions=assumptions)
-
-
-SPEED_RANGE = 2.0
-"""The machine's speed scales a recording by at most this factor either way."""
-
-
-def machine_speed(profile: DataflowProfile, loop_cost_us: float | None) -> float:
-    """How much slower (over 1) or faster the machine runs now than while the job was recorded: the speed
-    probe's cost now over its cost then (1 when either is unknown), within ``SPEED_RANGE``."""
-    if loop_cost_us is None or not profile.loop_cost_us or loop_cost_us <= 0:
-        return 1.0
-    return min(SPEED_RANGE, max(1 / SPEED_RANGE, loop_cost_us / profile.loop_cost_us))
-
-
-def _speed_note(profile: DataflowProfile, loop_cost_us: float, speed: float) -> str:
-    if not profile.loop_cost_us:
-        return "the machine's speed now was measured, but the recording kept none to compare it with (record it again)"
-    return (f"the machine's CPU speed probe: {loop_cost_us:.0f} us now, {profile.loop_cost_us:.0f} us while the job was "
-            f"recorded: its CPU work scaled by {speed:.3f}")
-
-
-def _scaled_tasks(tasks: dict[str, _Task], slower: float) -> dict[str, _Task]:
-    return {key: replace(task, cpu=task.cpu * slower) for key, task in tasks.items()}
 
 
 def background_demand(profile: DataflowProfile) -> float:
