@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mantispy.dataflow.operations import critical_path, operations, transfer_totals
+from mantispy.dataflow.transfer_model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY_S, transfer_model
 from mantispy.dataflow.types import (
     ClusterConfig,
     DataflowProfile,
@@ -32,7 +33,6 @@ from mantispy.dataflow.types import (
     profile_from_json,
     read_profile,
 )
-from mantispy.dataflow.transfer_model import DEFAULT_BANDWIDTH, DEFAULT_LATENCY_S, transfer_model
 from mantispy.dataflow.whatif import Configuration, WhatIfError, holds_gil, predict, worker_overhead
 from tests.helpers import MANTISPY, read_mutated
 
