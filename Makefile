@@ -28,7 +28,7 @@ demo: $(STAMP)
 	$(MANTISPY) report $(DEMO)/predictors/minisearch -o $(DEMO)/report.html
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 $(LINT_STAMP): $(STAMP)
 	$(PY) -m pip install -q -e '.[test,lint]'
