@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from .types import DataflowProfile, FunctionRef, TaskRun
+from .types import DataflowProfile, FunctionRef, TaskRun, Transfer
 
 CPU_SHARE_FOR_CPU = 0.6
 """An operation whose tasks spend at least this share of their time on a CPU is CPU-bound."""
@@ -94,16 +94,22 @@ def spill_seconds(profile: DataflowProfile) -> dict[str, float]:
     return dict(spent)
 
 
+def fetch_shares(transfer: Transfer, by_key: dict[str, TaskRun]) -> list[tuple[str, float]]:
+    """(operation, share) for each known result one fetch moved: a fetch of several results is shared
+    among them in proportion to their sizes (equally when none has a size); unknown keys get nothing."""
+    known = [by_key[k] for k in transfer.keys if k in by_key]
+    sizes = sum(t.nbytes for t in known)
+    return [(task.operation, task.nbytes / sizes if sizes else 1 / len(known)) for task in known]
+
+
 def moved_bytes(profile: DataflowProfile) -> dict[str, int]:
     """Per operation, the bytes of its results that workers fetched from one another (the profile's
     transfers; a result fetched by two workers counts twice)."""
     by_key = {t.key: t for t in profile.tasks}
     moved: dict[str, float] = defaultdict(float)
     for transfer in profile.transfers:
-        known = [by_key[k] for k in transfer.keys if k in by_key]
-        sizes = sum(t.nbytes for t in known)
-        for task in known:  # one fetch of several results: its bytes shared in proportion to their sizes
-            moved[task.operation] += transfer.nbytes * (task.nbytes / sizes if sizes else 1 / len(known))
+        for operation, share in fetch_shares(transfer, by_key):
+            moved[operation] += transfer.nbytes * share
     return {op: round(b) for op, b in moved.items()}
 
 

@@ -2,7 +2,7 @@
 
 A fetch costs the receiving worker a latency, then its bytes at a rate that depends on what is moved:
 numpy buffers are sent as they are, a bag's partitions (lists of Python objects) are pickled and
-unpickled, some ten times slower per byte (measured here: 16-32 MB arrays at 320-800 MB/s, 1-2 MB bag
+unpickled, some ten times slower per byte (measured here: 16-32 MB arrays at 330-1,090 MB/s, 1-2 MB bag
 partitions at 4-58 MB/s, on one machine's loopback). So the rate is kept per operation, the operation
 being the one whose results a fetch moved.
 
@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from statistics import median
 
-from .operations import RATE_MIN_BYTES
+from .operations import RATE_MIN_BYTES, fetch_shares
 from .types import DataflowProfile, TaskRun
 
 DEFAULT_BANDWIDTH = 100e6
@@ -81,12 +81,9 @@ def _from_transfer_log(profile: DataflowProfile) -> TransferModel | None:
         if fetch.nbytes < RATE_MIN_BYTES:
             continue
         beyond = max(0.0, fetch.duration_s - latency)
-        known = [by_key[k] for k in fetch.keys if k in by_key]
-        sizes = sum(t.nbytes for t in known)
-        for task in known:
-            share = task.nbytes / sizes if sizes else 1 / len(known)
-            moved[task.operation] += share * fetch.nbytes
-            spent[task.operation] += share * beyond
+        for operation, share in fetch_shares(fetch, by_key):
+            moved[operation] += share * fetch.nbytes
+            spent[operation] += share * beyond
     by_operation = {op: moved[op] / spent[op] for op in moved
                     if moved[op] >= MIN_MEASURED_BYTES and spent[op] >= MIN_MEASURED_SECONDS}
     total_moved, total_spent = sum(moved.values()), sum(spent.values())
