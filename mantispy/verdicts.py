@@ -9,11 +9,21 @@ more finely on this machine), and how often the prediction intervals held the ac
 from __future__ import annotations
 
 from mantispy.build_record import BuildRecord
+from mantispy.modeling.evaluation import predict
 from mantispy.modeling.selection import coverage_range
 from mantispy.modeling.work import work_fallback
 
 NOISE_FACTOR = 1.5
 """An error within this factor of the noise floor is "at the noise floor"."""
+
+
+def _constant_value(model: dict) -> str:
+    """`` (VALUE)``: what a constant model predicts for every input (a log form's or an average's intercept
+    is not that number), or "" when the model cannot be evaluated."""
+    try:
+        return f" ({predict(model, {}):.4g})"
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return ""
 
 
 def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
@@ -27,7 +37,7 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
     if isinstance(fallback, dict) and isinstance(fallback.get("reason"), str):
         said.append(f"{metric}: {fallback['reason']} (on this machine: mantispy calibrate does not apply)")
     if data.is_constant:  # a constant, or an average of members that use no feature
-        value = f" ({model['intercept']:.4g})" if isinstance(model.get("intercept"), (int, float)) else ""
+        value = _constant_value(model)
         said.append(f"{metric}: the model is a constant{value}: nothing it may use beat a constant on "
                     "cross-validation, so it says nothing about a particular input")
     elif model.get("scaling") and all(f.startswith("input:") for f in model["scaling"]):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -415,6 +416,18 @@ def test_verdicts_say_constant_black_box_and_noise_floor_in_words():
                 "evaluation": {"blackbox": {"available": True, "inputs_used": []}}}
     said = " ".join(metric_verdicts(record_with(averaged, 0.3, 0.5, 0.05), "cpu_s"))
     assert "the model is a constant:" in said and "than the black box (a constant too" in said
+
+
+def test_a_constant_models_verdict_gives_the_number_it_predicts():
+    """An averaged model of constant log-form members said "the model is a constant (0)": the ensemble's own
+    intercept (0, unused) instead of the 2.5e+04 kB it predicts for every input."""
+    member = {"method": "lasso", "form": "log", "intercept": math.log(25000.0), "terms": [], "scaling": {}}
+    averaged = {"method": "geometric mean", "form": "ensemble", "intercept": 0.0, "terms": [], "scaling": {},
+                "members": [member, dict(member)], "floor": 2500.0}
+    said = " ".join(metric_verdicts(record_with(averaged, 0.01, 0.01, 0.005), "cpu_s"))
+    assert "the model is a constant (2.5e+04):" in said
+    logged = {"method": "constant", "form": "log", "intercept": math.log(3.0), "terms": [], "scaling": {}}
+    assert "the model is a constant (3):" in " ".join(metric_verdicts(record_with(logged, 0.1, 0.1, 0.05), "cpu_s"))
 
 
 def test_verdicts_say_when_the_view_confidence_rule_kept_the_model_to_the_descriptors():
