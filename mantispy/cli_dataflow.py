@@ -34,9 +34,11 @@ def _bytes(value: str | None, option: str) -> int | None:
     from dask.utils import parse_bytes
 
     try:
-        parsed = parse_bytes(value)
+        parsed = parse_bytes(value) if value.strip() else None  # Dask reads an empty size as one byte
     except (ValueError, TypeError):
-        raise UserError(f"{option} {value}: not a size; write it as bytes or with a unit (4GB, 512MiB)") from None
+        parsed = None
+    if parsed is None:
+        raise UserError(f"{option} {value!r}: not a size; write it as bytes or with a unit (4GB, 512MiB)")
     if parsed <= 0:
         raise UserError(f"{option} {value}: must be positive")
     return int(parsed)
@@ -70,6 +72,17 @@ def _load(profile: str, store_path: Path):
             return store.get(profile)[1]
     except DataflowStoreError as exc:
         raise UserError(str(exc)) from None
+
+
+def _refuse_cluster_shape(ctx: click.Context) -> None:
+    """On a running scheduler the cluster is what it is: options that shape a LocalCluster would be dropped."""
+    from click.core import ParameterSource
+
+    given = [f"--{name.replace('_', '-')}" for name in ("workers", "threads", "memory_limit")
+             if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)]
+    if given:
+        raise UserError(f"{', '.join(given)}: shape the LocalCluster mantispy starts, not a running scheduler's workers; "
+                        "leave them out with --scheduler (the profile records the workers it finds)")
 
 
 @click.group()
@@ -112,6 +125,8 @@ def record(scheduler: str | None, workers: int, threads: int, memory_limit: str 
         _refuse_taken(out, store_path, "-o")
     if scheduler is not None and not scheduler.startswith(("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")):
         raise UserError(f"--scheduler {scheduler}: not a scheduler address; write it as tcp://HOST:PORT")
+    if scheduler is not None:
+        _refuse_cluster_shape(click.get_current_context())
     request = ClusterRequest(workers, threads, _bytes(memory_limit, "--memory-limit"))
     try:
         store = DataflowStore(store_path)
@@ -196,6 +211,22 @@ def show(profile: str, as_json: bool, html_out: Path | None, store_path: Path) -
 
 @dataflow.command()
 @click.argument("profile")
+@click.argument("out", type=click.Path(path_type=Path))
+@_store_option
+def export(profile: str, out: Path, store_path: Path) -> None:
+    """Write a profile whole as JSON (what ``record -o`` writes), to share it or read it elsewhere.
+
+    PROFILE is a stored profile's id, 'last', or a profile JSON file; OUT must be a new file.
+    """
+    loaded = _load(profile, store_path)
+    _refuse_taken(out, store_path, "OUT")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    loaded.write(out)
+    click.echo(f"mantispy: profile written to {out}", err=True)
+
+
+@dataflow.command()
+@click.argument("profile")
 @click.option("--workers", type=click.IntRange(1, 4096), required=True, help="Workers to predict for.")
 @click.option("--threads", type=click.IntRange(1, 1024), required=True, help="Threads per worker.")
 @click.option("--memory-limit", default=None, help="Memory per worker (default: as recorded).")
@@ -213,7 +244,7 @@ def whatif(profile: str, workers: int, threads: int, memory_limit: str | None, c
     from mantispy.dataflow.whatif import Configuration, WhatIfError, predict
 
     loaded = _load(profile, store_path)
-    limit = _bytes(memory_limit, "--memory-limit") if memory_limit else loaded.cluster.memory_limit
+    limit = _bytes(memory_limit, "--memory-limit") if memory_limit is not None else loaded.cluster.memory_limit
     try:
         prediction = predict(loaded, Configuration(workers, threads, limit, cores or loaded.cluster.cores or os.cpu_count() or 1))
     except WhatIfError as exc:

@@ -471,6 +471,9 @@ def test_record_show_and_whatif_a_delayed_job(tmp_path):
     assert re.search(r"the code's class agrees with the measured one on \d+ of \d+ operation", shown.stdout), shown.stdout
     listed = run_mantispy("dataflow", "list", "--store", "store.db", cwd=tmp_path)
     assert "complete" in listed.stdout and "job.py" in listed.stdout
+    exported = run_mantispy("dataflow", "export", "last", "again.json", "--store", "store.db", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert read_profile(tmp_path / "again.json") == profile  # the stored profile whole, as record -o wrote it
 
     whatif = run_mantispy("dataflow", "whatif", "job.profile.json", "--workers", "1", "--threads", "1", "--json",
                           cwd=tmp_path)
@@ -579,7 +582,8 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "plain.py").write_text("print('no dask here')\n")
     no_dask = run_mantispy("dataflow", "record", "--store", "s.db", "--", "plain.py", cwd=tmp_path)
     assert "ran no Dask task" in one_line_error(no_dask, 2)
-    assert "plain.py" in run_mantispy("dataflow", "list", "--store", "s.db", cwd=tmp_path).stdout  # kept
+    listed = run_mantispy("dataflow", "list", "--store", "s.db", cwd=tmp_path).stdout
+    assert "plain.py" in listed and " incomplete " in listed  # kept, and marked: a profile of no task is not whole
 
     missing = run_mantispy("dataflow", "record", "--", "nothere.py", cwd=tmp_path)
     assert "nothere.py" in one_line_error(missing, 2)
@@ -594,6 +598,17 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "job.py").write_text(DELAYED_JOB)
     taken = run_mantispy("dataflow", "record", "-o", "taken.json", "--", "job.py", cwd=tmp_path)
     assert "taken.json" in one_line_error(taken, 2) and (tmp_path / "taken.json").read_text() == "mine"
+    # a cluster's shape is the running scheduler's: options that would shape a LocalCluster are refused, not dropped
+    shaped = run_mantispy("dataflow", "record", "--scheduler", "tcp://127.0.0.1:9", "--workers", "3", "--", "plain.py",
+                          cwd=tmp_path)
+    assert "--workers" in one_line_error(shaped, 2) and "--scheduler" in one_line_error(shaped, 2)
+    profile_of(independent(2, 0.1)).write(tmp_path / "p.json")
+    for limit in ("", "lots"):  # an empty limit fell back to the recorded one, silently
+        bad_limit = run_mantispy("dataflow", "whatif", "p.json", "--workers", "1", "--threads", "1", "--memory-limit",
+                                 limit, cwd=tmp_path)
+        assert "--memory-limit" in one_line_error(bad_limit, 2)
+    export_taken = run_mantispy("dataflow", "export", "p.json", "taken.json", cwd=tmp_path)
+    assert "taken.json" in one_line_error(export_taken, 2) and (tmp_path / "taken.json").read_text() == "mine"
 
 
 WORKER_LOGS_AN_ERROR = """
@@ -621,6 +636,24 @@ def test_the_cluster_mantispy_starts_keeps_its_workers_errors_off_stderr(tmp_pat
     proc = subprocess.run([sys.executable, "cluster.py"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "heartbeat" not in proc.stderr
+
+
+def test_a_profile_names_the_tasks_that_failed():
+    """A job whose task raised: the profile said '5 tasks ran of 5' and nothing of which one failed."""
+    from mantispy.dataflow.record import ClusterRequest, build_profile
+
+    def run(status: str) -> dict:
+        return {"worker": "tcp://w:1", "thread": 1, "nbytes": 8, "status": status,
+                "startstops": [{"action": "compute", "start": 1.0, "stop": 1.5}]}
+
+    raw = {"graph": {"parse-0": {"operation": "parse"}, "parse-1": {"operation": "parse"},
+                     "boom-7": {"operation": "boom", "deps": ["parse-0"]}},
+           "runs": {"parse-0": run("memory"), "parse-1": run("memory"), "boom-7": run("erred")}}
+    profile = build_profile(["python", "job.py"], "/tmp", raw, 0.0, 2.0, 1, ClusterRequest(1, 1, None), "tcp://s:1",
+                            "mantispy")
+    assert not profile.complete
+    assert any("1 of 3 tasks failed" in note and "boom-7" in note and "boom" in note for note in profile.notes), \
+        profile.notes
 
 
 def test_a_failing_job_keeps_its_partial_profile(tmp_path):

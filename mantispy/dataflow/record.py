@@ -283,6 +283,10 @@ def _choose_cluster(raw: dict[str, Any], own: list[JobCluster | str], address: s
     return raw, address, started_by
 
 
+FAILED_TASKS_NAMED = 3
+"""How many failed tasks a profile's note names (the rest are counted)."""
+
+
 def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: float, ended: float,
                   returncode: int | None, request: ClusterRequest, address: str, started_by: str) -> DataflowProfile:
     """The profile from the recorder's snapshot and the job's times and exit status."""
@@ -312,11 +316,18 @@ def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: fl
                                 memory_limit=alive[0].memory_limit or None, cores=os.cpu_count() or 1,
                                 address=address, started_by=started_by)
     unfinished = sum(1 for t in tasks if not t.ran)
-    complete = returncode == 0 and unfinished == 0
+    complete = returncode == 0 and unfinished == 0 and bool(tasks)
     if returncode != 0:
         notes.append(f"the job exited with status {returncode}: this profile is incomplete")
+    if not tasks:
+        notes.append("the job ran no Dask task: this profile is empty")
     if unfinished:
         notes.append(f"{unfinished} of {len(tasks)} tasks never finished")
+    failed = [t for t in tasks if t.status == "erred"]
+    if failed:
+        shown = ", ".join(f"{t.key} ({t.operation})" for t in failed[:FAILED_TASKS_NAMED])
+        more = f" and {len(failed) - FAILED_TASKS_NAMED} more" if len(failed) > FAILED_TASKS_NAMED else ""
+        notes.append(f"{len(failed)} of {len(tasks)} tasks failed (raised): {shown}{more}")
     return DataflowProfile(command=command, cwd=cwd, cluster=cluster, started=started, ended=ended,
                            returncode=returncode, complete=complete, tasks=tasks, functions=functions,
                            workers=workers, series=series, worker_metrics=dict(raw.get("worker_metrics") or {}),
