@@ -215,6 +215,13 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
     from mantispy.core.launch import LaunchError, program_argv, program_env, run_measured
     from mantispy.instrument.manifest import manifest_path
 
+    if backend == "monitor" and observed_calls is not None:
+        raise UserError("--observed-calls: recorded by the source backend's instrumented copy only; run an "
+                        "instrumented folder without --backend monitor to record them")
+    if backend == "source" and (include or exclude):
+        option = "--include" if include else "--exclude"
+        raise UserError(f"{option}: chooses what --backend monitor counts; an instrumented folder counts what "
+                        "mantispy instrument put in it (choose files there with mantispy instrument --exclude)")
     if backend == "monitor":
         _run_monitored(out, features_out, python, args, list(exclude), list(include))
         return

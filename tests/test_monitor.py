@@ -301,6 +301,14 @@ def test_monitor_refuses_bad_input_in_one_line(tmp_path):
     (src / "p.py").write_text("print(1)\n")
     inside = _run(["run", str(src), "--backend", "monitor", "--features-out", str(src / "f.json"), "--", "p.py"])
     assert inside.returncode == 2 and "inside the source folder" in inside.stderr and not (src / "f.json").exists()
+    # options of the other backend were dropped without a word (the source backend counted p.py all the same)
+    for option, backend in ((["--include", "sqlparse"], "source"), (["--exclude", "p.py"], "source"),
+                            (["--observed-calls", str(tmp_path / "calls.json")], "monitor")):
+        mixed = _run(["run", str(src), "--backend", backend, *option, "--features-out", str(tmp_path / "f.json"),
+                      "--", "p.py"])
+        lines = mixed.stderr.strip().splitlines()
+        assert mixed.returncode == 2 and len(lines) == 1 and option[0] in lines[0], mixed.stderr
+        assert not (tmp_path / "f.json").exists() and not (tmp_path / "calls.json").exists()
 
 
 @pytest.mark.parametrize("version", ["3.12", "3.13"])
