@@ -463,9 +463,30 @@ def _install_trace(plan: Plan) -> None:
 
     sys.settrace(on_call)
     threading.settrace(on_call)
+    _trace_raw_threads(on_call)
     import atexit
 
     atexit.register(_report_replaced_trace, on_call)
+
+
+def _trace_raw_threads(tracer: Any) -> None:
+    """Threads started by ``_thread.start_new_thread`` itself (not through ``threading``, whose hook covers
+    its own) get the tracer too: 3.11 traces per thread, where 3.12's sys.monitoring sees every thread."""
+    import functools
+
+    import _thread
+
+    start = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None):
+        @functools.wraps(function)
+        def traced(*a, **k):
+            sys.settrace(tracer)
+            return function(*a, **k)
+
+        return start(traced, args) if kwargs is None else start(traced, args, kwargs)
+
+    _thread.start_new_thread = _thread.start_new = start_new_thread
 
 
 def _report_replaced_trace(ours: Any) -> None:
