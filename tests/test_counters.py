@@ -215,6 +215,23 @@ def test_profiled_runs_store_the_counters_and_fit_targets_a_replayed_hardware_co
     assert model["metric"] == "hw.instructions" and terms  # it found the input's number
 
 
+def test_a_build_targeting_a_counter_this_machine_cannot_open_is_refused_before_anything_runs(tmp_path):
+    """It ran the whole campaign, then failed (exit 1) with 'not in the store'."""
+    closed = [s.name for s in perf_counters.probe() if not s.available]
+    if not closed:
+        pytest.skip("every perf event opens on this machine: no counter to be refused")
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "main.py").write_text("print('ran')\n")
+    (tmp_path / "spec.toml").write_text('name = "c"\nsource = "prog"\nentry = "main.py"\n[inputs]\nlist = ['
+                                        + ", ".join(f'{{ id = "i{n}", argv = ["{n}"] }}' for n in range(10)) + "]\n")
+    proc = subprocess.run([*MANTISPY, "build", "spec.toml", "-o", "pred", "--train-fraction", "0.5", "--metric", "cpu",
+                           "--metric", closed[0]],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and closed[0] in lines[0] and "cannot count" in lines[0], proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prog", "spec.toml"]  # nothing ran, nothing written
+
+
 # ---------------------------------------------------------------------------- per-function counter profiles
 FUNCTIONS = """
 import threading
