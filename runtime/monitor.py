@@ -472,9 +472,8 @@ def _install_trace(plan: Plan) -> None:
 def _trace_raw_threads(tracer: Any) -> None:
     """Threads started by ``_thread.start_new_thread`` itself (not through ``threading``, whose hook covers
     its own) get the tracer too: 3.11 traces per thread, where 3.12's sys.monitoring sees every thread."""
-    import functools
-
     import _thread
+    import functools
 
     start = _thread.start_new_thread
 
