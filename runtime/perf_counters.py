@@ -7,7 +7,9 @@ context switches, CPU migrations) are counted by the kernel itself and work wher
 child processes the program starts after the counter opened are counted too, summed into it as they
 exit) and read with the times it was enabled and running, so a counter the kernel multiplexed with
 others is scaled up to the whole time (``value * enabled / running``). A group read (one ``read`` for
-all events) is not used: Linux refuses it on inherited counters.
+all events) is not used for them: the perf_event_open manual says some kernels refuse it on inherited
+counters. With ``on_exec`` they are opened switched off and the kernel switches them on at the exec: opened
+on the calling thread before it starts a program, they count that program from its first instruction.
 
 :func:`probe` says which events this machine offers and why the others are missing, in words: no PMU
 (``ENOENT``/``EOPNOTSUPP``), ``perf_event_paranoid`` (``EACCES``/``EPERM``), no ``perf_event_open`` at
@@ -54,7 +56,9 @@ _SYSCALL = {"x86_64": 298, "aarch64": 241, "armv7l": 364, "ppc64le": 319, "s390x
 _ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7 is 128; older kernels accept a larger size whose tail is zero
 _FORMAT_TIMES = 1 | 2  # PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING
 _FORMAT_GROUP = 8  # PERF_FORMAT_GROUP: the leader's read gives every member's value
+_FLAG_DISABLED = 1 << 0
 _FLAG_INHERIT = 1 << 1
+_FLAG_ENABLE_ON_EXEC = 1 << 12
 _FLAG_EXCLUDE_KERNEL = 1 << 5
 _FLAG_EXCLUDE_HV = 1 << 6
 _PERF_FLAG_FD_CLOEXEC = 8
@@ -166,11 +170,13 @@ def paranoid_level() -> str:
         return "unknown"
 
 
-def _attr(kind: int, config: int, inherit: bool, group: bool = False) -> ctypes.Array:
+def _attr(kind: int, config: int, inherit: bool, group: bool = False, on_exec: bool = False) -> ctypes.Array:
     buffer = ctypes.create_string_buffer(_ATTR_SIZE)
     struct.pack_into("=IIQ", buffer, 0, kind, _ATTR_SIZE, config)
     struct.pack_into("=Q", buffer, 32, _FORMAT_TIMES | (_FORMAT_GROUP if group else 0))  # read_format
     flags = _FLAG_EXCLUDE_HV | (_FLAG_INHERIT if inherit else 0)
+    if on_exec:
+        flags |= _FLAG_DISABLED | _FLAG_ENABLE_ON_EXEC
     if kind == PERF_TYPE_HARDWARE:
         flags |= _FLAG_EXCLUDE_KERNEL  # user-space work: allowed at perf_event_paranoid 2, and what the program does
     struct.pack_into("=Q", buffer, 40, flags)
@@ -178,14 +184,14 @@ def _attr(kind: int, config: int, inherit: bool, group: bool = False) -> ctypes.
 
 
 def _open_one(pid: int, name: str, inherit: bool, group_fd: int = -1,
-              group: bool = False) -> tuple[int | None, int]:
+              group: bool = False, on_exec: bool = False) -> tuple[int | None, int]:
     """(fd, 0) or (None, errno)."""
     number = _SYSCALL.get(os.uname().machine)
     if number is None:
         return None, errno.ENOSYS
     libc = ctypes.CDLL(None, use_errno=True)
     kind, config = EVENTS[name]
-    fd = libc.syscall(ctypes.c_long(number), _attr(kind, config, inherit, group), ctypes.c_int(pid), ctypes.c_int(-1),
+    fd = libc.syscall(ctypes.c_long(number), _attr(kind, config, inherit, group, on_exec), ctypes.c_int(pid), ctypes.c_int(-1),
                       ctypes.c_int(group_fd), ctypes.c_ulong(_PERF_FLAG_FD_CLOEXEC))
     if fd < 0:
         return None, ctypes.get_errno() or errno.EINVAL
@@ -230,14 +236,16 @@ def probe(names: list[str] | None = None) -> list[EventStatus]:
     return found
 
 
-def open_counters(pid: int, names: list[str] | None = None,
-                  inherit: bool = True) -> tuple[Counters | None, dict[str, str]]:
+def open_counters(pid: int, names: list[str] | None = None, inherit: bool = True,
+                  on_exec: bool = False) -> tuple[Counters | None, dict[str, str]]:
     """Open ``names`` (default: every event) on process ``pid``: (counters or None if none opened,
-    {event: why it did not open})."""
+    {event: why it did not open}). ``on_exec``: they stay off until ``pid``, or with ``inherit`` a process it
+    starts afterwards, execs; ``open_counters(0, on_exec=True)`` before starting a program counts the
+    program from its first instruction, and nothing of the thread that started it."""
     fds: dict[str, int] = {}
     refused: dict[str, str] = {}
     for name in names or list(EVENTS):
-        fd, code = _open_one(pid, name, inherit)
+        fd, code = _open_one(pid, name, inherit, on_exec=on_exec)
         if fd is None:
             refused[name] = _reason(code)
         else:
