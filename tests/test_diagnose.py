@@ -150,6 +150,20 @@ def _runs(slow: float = 1.0, calls_factor: int = 1, seed: int = 0) -> list[Versi
 CHANGED_INNER = ChangeSet(changed=["m.py:inner"], callers=["m.py:outer"], files_changed=["m.py"])
 
 
+def test_a_candidate_that_fails_where_the_baseline_ran_is_said_in_the_first_line():
+    """The first line said 'no regression' and the failures came last, after the tables."""
+    from dataclasses import replace
+
+    runs = [replace(r, status="failed", message="ValueError: boom") if r.version == CANDIDATE and r.input_id in ("in3", "in5")
+            else r for r in _runs()]
+    flaky = replace(runs[0], status="failed", message="flaky")  # in1: the baseline failed there too, so not counted
+    runs += [flaky, replace(flaky, version=CANDIDATE)]
+    first = render_text(diagnose(CHANGED_INNER, runs, Settings())).splitlines()[0]
+    assert first.startswith("the candidate FAILED on 2 of 8 inputs where the baseline ran (in3: ValueError: boom)"), first
+    assert first.endswith("no regression: no touched function departs from what the baseline's runs taught"), first
+    assert render_text(diagnose(CHANGED_INNER, _runs(), Settings())).startswith("no regression")
+
+
 def test_a_slower_function_is_named_with_its_counter_before_its_caller():
     diagnosis = diagnose(CHANGED_INNER, _runs(slow=1.6), Settings())
     assert diagnosis.verdict == "regression"

@@ -15,7 +15,18 @@ def _p(value: float | None) -> str:
 
 
 def headline(diagnosis: Diagnosis) -> str:
-    """The verdict in one line."""
+    """The verdict in one line, after the inputs the candidate broke, if it broke any."""
+    broken = diagnosis.candidate_failures()
+    if not broken:
+        return _verdict_line(diagnosis)
+    first = broken[0]
+    message = str(first.get("message") or "failed").strip().splitlines()
+    return (f"the candidate FAILED on {len(broken)} of {diagnosis.runs.get('inputs', '?')} inputs where the baseline "
+            f"ran ({first.get('input')}: {message[-1] if message else 'failed'}); the runs that ran: "
+            + _verdict_line(diagnosis))
+
+
+def _verdict_line(diagnosis: Diagnosis) -> str:
     count = _deciding_count(diagnosis)
     if count is not None:
         return (f"regression: {count.cause}, {COUNT_KINDS[count.kind]} of {count.function} {count_effect(count)} "

@@ -147,3 +147,14 @@ class Diagnosis:
     def to_json(self) -> dict[str, Any]:
         """The JSON document."""
         return {"format": FORMAT, "version": VERSION, **asdict(self)}
+
+    def candidate_failures(self) -> list[dict[str, Any]]:
+        """The candidate's failed runs on inputs where no baseline run failed (the candidate broke them),
+        one per input, in input order."""
+        failed = [f for f in self.runs.get("failed", []) if isinstance(f, dict)]
+        baseline = {f.get("input") for f in failed if f.get("version") == "baseline"}
+        first: dict[Any, dict[str, Any]] = {}
+        for f in failed:
+            if f.get("version") == "candidate" and f.get("input") not in baseline:
+                first.setdefault(f.get("input"), f)
+        return [first[key] for key in sorted(first, key=str)]
