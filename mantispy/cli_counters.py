@@ -28,8 +28,11 @@ from mantispy.runtime import call_sampling, function_counters, perf_counters
 @click.option("--budget", type=click.FloatRange(min=0.0, max=1.0), default=None, metavar="SHARE",
               help="With a program: the share of the CPU time measuring one function may cost (default 0.005); "
                    "every call is counted, the first 100 measured, then as many as fit; 0 measures every call.")
+@click.option("--hook", type=click.Choice(function_counters.HOOKS), default=None,
+              help="With a program: how calls are seen: probes added to the chosen functions as their modules are "
+                   "imported (the default), or sys.monitoring events (3.12+; probes where it is missing).")
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
-def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, budget: float | None,
+def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, budget: float | None, hook: str | None,
              program: tuple[str, ...]) -> None:
     """Which performance counters this machine offers (perf_event_open), and why the others are missing.
 
@@ -45,10 +48,11 @@ def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, budget:
     calls) of every counter that opens, of the thread's CPU time and of its page faults and context
     switches, callees included."""
     if program:
-        _profile_functions(list(program), list(patterns), out, as_json, budget)
+        _profile_functions(list(program), list(patterns), out, as_json, budget, hook)
         return
-    if patterns or out is not None or budget is not None:
-        raise UserError("--function, --budget and -o need a program: mantispy counters --function PATTERN -- SCRIPT ARGS")
+    if patterns or out is not None or budget is not None or hook is not None:
+        raise UserError("--function, --budget, --hook and -o need a program: mantispy counters --function PATTERN -- "
+                        "SCRIPT ARGS")
     statuses = perf_counters.probe()
     if as_json:
         click.echo(json.dumps({"paranoid": perf_counters.paranoid_level(),
@@ -66,7 +70,7 @@ def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, budget:
 
 
 def _profile_functions(program: list[str], patterns: list[str], out: Path | None, as_json: bool,
-                       budget: float | None) -> None:
+                       budget: float | None, hook: str | None = None) -> None:
     from mantispy.counters.function_profile import FunctionProfileError, load, table_rows
 
     if not patterns:
@@ -76,9 +80,21 @@ def _profile_functions(program: list[str], patterns: list[str], out: Path | None
         raise UserError(f"{program[0]}: no such script; give SCRIPT ARGS or -m MODULE ARGS after --")
     if out is not None and out.exists():
         raise UserError(f"{out}: exists; mantispy will not write over it (give another -o)")
+    hook = hook or os.environ.get(function_counters.ENV_HOOK) or "probes"
+    if hook not in function_counters.HOOKS:
+        raise UserError(f"{function_counters.ENV_HOOK}={hook}: not a hook; give one of {', '.join(function_counters.HOOKS)} "
+                        "(or --hook)")
+    if hook == "monitoring" and sys.version_info < (3, 12):
+        click.echo(f"mantispy: sys.monitoring is Python 3.12+ (this is {sys.version.split()[0]}): calls are seen by "
+                   "probes instead", err=True)
+    refused = perf_counters.refused_note(perf_counters.probe(), "each call reads its thread's own accounting instead "
+                                         "(getrusage: thread.minor_faults, thread.voluntary_switches, ...)")
+    if refused is not None:
+        click.echo(f"mantispy: {refused}", err=True)
     with tempfile.TemporaryDirectory(prefix="mantis-function-counters-") as tmp:
         target = Path(tmp) / "profile.json"
-        env = {**os.environ, function_counters.ENV_PATTERNS: ",".join(patterns), function_counters.ENV_OUT: str(target)}
+        env = {**os.environ, function_counters.ENV_PATTERNS: ",".join(patterns), function_counters.ENV_OUT: str(target),
+               function_counters.ENV_HOOK: hook}
         if budget is not None:
             env[call_sampling.ENV_BUDGET] = repr(budget)
         returncode = subprocess.run([sys.executable, "-m", "mantispy.runtime.function_counters", *program],

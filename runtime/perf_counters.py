@@ -212,16 +212,16 @@ def _reason(code: int) -> str:
     return f"{text} ({errno.errorcode.get(code, code)})"
 
 
-def refused_note(statuses: list[EventStatus]) -> str | None:
+def refused_note(statuses: list[EventStatus], instead: str | None = None) -> str | None:
     """One line on the events this machine has but refuses to open here (not those it lacks, such as the
-    hardware events of a virtual machine without a PMU), and what runs measure instead; None when none is."""
+    hardware events of a virtual machine without a PMU), and what is measured instead (by default what
+    runs store); None when none is."""
     refused = [s for s in statuses if not s.available and s.code not in _NO_PMU]
     if not refused:
         return None
     names = ", ".join(s.name for s in refused)
-    fallback = ", ".join(RUSAGE_METRICS)
-    return (f"perf events refused here: {names}: {refused[0].reason}; runs store what the kernel's accounting "
-            f"says instead ({fallback}); see mantispy counters")
+    instead = instead or f"runs store what the kernel's accounting says instead ({', '.join(RUSAGE_METRICS)})"
+    return f"perf events refused here: {names}: {refused[0].reason}; {instead}; see mantispy counters"
 
 
 def probe(names: list[str] | None = None) -> list[EventStatus]:

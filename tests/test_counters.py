@@ -678,6 +678,44 @@ def test_counters_cli_profiles_functions_and_refuses_bad_requests(tmp_path):
     assert alone.returncode == 2 and "--budget" in alone.stderr and len(alone.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64", reason="the filter names x86_64's syscall")
+def test_function_counters_where_perf_events_are_refused_fall_back_to_the_threads_accounting_and_say_so(tmp_path):
+    """The fallback ran only where software events are refused, which no test made them; and nothing said so."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(FUNCTIONS))
+    proc = subprocess.run([sys.executable, str(NOPERF), "EPERM", *MANTISPY, "counters", "--function", "prog.py:*",
+                           "--json", "--", "prog.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "perf events refused here: " in lines[0] and "sw.page_faults" in lines[0], proc.stderr
+    assert "thread's own accounting" in lines[0]
+    profile = json.loads(proc.stdout[proc.stdout.index("{"):])
+    allocate = profile["functions"]["prog.py:allocate"]
+    assert not [e for e in profile["events"] if e.startswith("sw.")] and "thread.minor_faults" in profile["events"]
+    assert allocate["calls"] > 0 and allocate["recent_mean"]["thread.minor_faults"] > 0  # its bytearrays fault pages in
+
+
+def test_the_function_counters_hook_is_an_option(tmp_path):
+    """It was an environment variable only. Before 3.12 sys.monitoring is missing: probes, and a line says so."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(FUNCTIONS))
+    monitoring = sys.version_info >= (3, 12)
+    for hook, api in (("monitoring", "sys.monitoring" if monitoring else "probes"), ("probes", "probes")):
+        proc = subprocess.run([*MANTISPY, "counters", "--function", "prog.py:spin", "--hook", hook, "--json", "--",
+                               "prog.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and json.loads(proc.stdout[proc.stdout.index("{"):])["api"] == api, proc.stderr
+        assert ("sys.monitoring is Python 3.12+" in proc.stderr) == (hook == "monitoring" and not monitoring)
+
+
+def test_a_bad_function_counters_hook_is_refused_in_one_line(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent(FUNCTIONS))
+    proc = subprocess.run([*MANTISPY, "counters", "--function", "prog.py:spin", "--hook", "magic", "--", "prog.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--hook" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    env = {**os.environ, "MANTIS_FUNCTION_COUNTERS_HOOK": "magic"}  # the variable too: it printed a second line
+    proc = subprocess.run([*MANTISPY, "counters", "--function", "prog.py:spin", "--", "prog.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2 and "magic" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
 @pytest.fixture(scope="module")
 def recorded_profile(tmp_path_factory):
     return _profile_functions(tmp_path_factory.mktemp("profile"), sys.executable)
