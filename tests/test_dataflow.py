@@ -656,6 +656,63 @@ def test_a_profile_names_the_tasks_that_failed():
         profile.notes
 
 
+def test_functions_shipped_by_value_and_partition_methods_are_located_in_their_files():
+    """A function of a library module that reached the scheduler pickled by value had only '<dynamic-code>'
+    for its file, so its page showed no source; an operation that calls a method of its partitions (dask's
+    methodcaller: cumsum, astype...) showed only dask's wrapper."""
+    import json as json_module
+
+    from mantispy.dataflow.record import ClusterRequest, build_profile
+
+    line = json_module.decoder.JSONDecoder.decode.__code__.co_firstlineno
+    raw = {"graph": {"cumsum-0": {"operation": "cumsum"}},
+           "functions": {"cumsum": [{"module": "json.decoder", "qualname": "JSONDecoder.decode", "file": "<dynamic-code>",
+                                     "line": line}]},
+           "methods": {"cumsum": [{"method": "encode", "receivers": ["builtins.int", "json.encoder.JSONEncoder"]},
+                                  {"method": "no_such_method", "receivers": ["json.decoder.JSONDecoder"]}]}}
+    profile = build_profile(["python", "job.py"], "/tmp", raw, 0.0, 1.0, 0, ClusterRequest(1, 1, None), "tcp://s:1",
+                            "mantispy")
+    refs = profile.functions["cumsum"]
+    assert refs[0].file == json_module.decoder.__file__ and refs[0].line == line
+    assert [(r.module, r.qualname, r.file) for r in refs[1:]] == [
+        ("json.encoder", "JSONEncoder.encode", json_module.encoder.__file__)]  # int has no encode; the missing one left out
+
+
+DATAFRAME_BAG_JOB = '''
+import dask.bag as db
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from distributed import Client
+
+
+def words(line):
+    return line.split()
+
+
+if __name__ == "__main__":
+    with Client():
+        frame = dd.from_pandas(pd.DataFrame({"k": np.arange(400) % 7, "x": np.arange(400.0)}), npartitions=4)
+        print(frame.groupby("k").x.sum().compute().sum(), frame.x.cumsum().max().compute())
+        print(sorted(db.from_sequence(["a b c", "b c d"] * 20, npartitions=4).map(words).flatten().frequencies()))
+'''
+
+
+def test_a_dataframe_and_bag_job_is_recorded_with_the_code_of_its_operations(tmp_path):
+    (tmp_path / "job.py").write_text(DATAFRAME_BAG_JOB)
+    proc = run_mantispy("dataflow", "record", "-o", "p.json", "--store", "s.db", "--", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    profile = read_profile(tmp_path / "p.json")
+    ops = {op.name: op for op in operations(profile)}
+    assert profile.complete and {"frompandas", "cumsum", "flatten"} <= set(ops), sorted(ops)
+    cumsum = [(f.qualname, f.file) for f in profile.functions["cumsum"]]
+    assert any(q.endswith(".cumsum") and Path(file).is_file() and "pandas" in file for q, file in cumsum), cumsum
+    assert any(f.qualname == "words" for f in profile.functions["flatten"])  # the job's own function, in the bag's map
+    shown = [f for refs in profile.functions.values() for f in refs]
+    assert all(Path(f.file).is_file() for f in shown if f.line and f.module != "builtins"), \
+        [(f.module, f.qualname, f.file) for f in shown if f.line and not Path(f.file).is_file()]
+
+
 def test_a_failing_job_keeps_its_partial_profile(tmp_path):
     (tmp_path / "job.py").write_text(DELAYED_JOB)
     proc = run_mantispy("dataflow", "record", "--store", "s.db", "-o", "p.json", "--", "job.py", "fail", cwd=tmp_path)

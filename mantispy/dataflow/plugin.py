@@ -42,6 +42,8 @@ class DataflowRecorder(SchedulerPlugin):
         self.started = time.time()
         self._last_heartbeat: dict[str, float] = {}
         self._located: dict[str, int] = {}
+        self.methods: dict[str, list[dict[str, Any]]] = {}  # operation -> [{"method", "receivers": [type names]}]
+        self._method_tasks: dict[str, tuple[str, list[str]]] = {}  # task -> (operation, methods it calls by name)
         self._scheduler: Any = None
         self._callback: Any = None
 
@@ -106,9 +108,12 @@ class DataflowRecorder(SchedulerPlugin):
             if self._located.get(operation, 0) < FUNCTIONS_PER_OPERATION:
                 self._located[operation] = self._located.get(operation, 0) + 1
                 located = self.functions.setdefault(operation, [])
-                for entry in _locate(ts.run_spec):
+                methods: list[str] = []
+                for entry in _locate(ts.run_spec, methods):
                     if entry not in located:
                         located.append(entry)
+                if methods:  # which class's method it is shows once the operand exists: see _finished
+                    self._method_tasks[name] = (operation, methods)
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
         """Keep each finished task's worker, thread, bytes and start/stop times."""
@@ -123,6 +128,8 @@ class DataflowRecorder(SchedulerPlugin):
         entry = {"worker": str(kwargs.get("worker", "")), "thread": int(kwargs.get("thread") or 0),
                  "nbytes": int(kwargs.get("nbytes") or 0), "startstops": stops,
                  "status": "memory" if finish == "memory" else "erred"}
+        if name in self._method_tasks and finish == "memory" and self._scheduler is not None:
+            self._receivers(key, *self._method_tasks.pop(name))
         if name not in self.graph and self._scheduler is not None:  # a task submitted before we started
             ts = self._scheduler.tasks.get(key)
             if ts is not None:
@@ -130,6 +137,17 @@ class DataflowRecorder(SchedulerPlugin):
                                     "deps": [str(dep.key) for dep in ts.dependencies],
                                     "priority": [float(p) for p in ts.priority or ()], "submitted": None}
         self.runs[name] = entry
+
+    def _receivers(self, key: Any, operation: str, methods: list[str]) -> None:
+        """The types of a finished task's inputs, on which the methods it calls by name may be found (the
+        recorder looks them up after the job: the scheduler need not import the data's libraries)."""
+        ts = self._scheduler.tasks.get(key)
+        receivers = sorted({str(dep.type) for dep in (ts.dependencies if ts is not None else ()) if getattr(dep, "type", None)})
+        known = self.methods.setdefault(operation, [])
+        for method in methods:
+            entry = {"method": method, "receivers": receivers}
+            if entry not in known:
+                known.append(entry)
 
     def log_event(self, topic: str, msg: Any) -> None:
         """Keep each fetch a worker's :class:`TransferLog` reports."""
@@ -174,7 +192,7 @@ class DataflowRecorder(SchedulerPlugin):
         metrics = {name: value - self.metrics_at_start.get(name, 0.0) for name, value in now_metrics.items()
                    if value - self.metrics_at_start.get(name, 0.0) != 0.0}
         return {"started": self.started, "snapshot_at": time.time(), "graph": self.graph, "runs": self.runs,
-                "functions": self.functions, "workers": self.workers, "series": self.series,
+                "functions": self.functions, "methods": self.methods, "workers": self.workers, "series": self.series,
                 "transfers": self.transfers, "worker_metrics": metrics, "notes": list(self.notes)}
 
 
@@ -259,8 +277,9 @@ def _flat_metrics(scheduler: Any) -> dict[str, float]:
     return out
 
 
-def _locate(spec: Any) -> list[dict[str, Any]]:
-    """The callables a task's run spec executes (through partials, wrappers and subgraphs), located."""
+def _locate(spec: Any, methods: list[str] | None = None) -> list[dict[str, Any]]:
+    """The callables a task's run spec executes (through partials, wrappers and subgraphs), located; the
+    names of the methods it calls on its operands (dask's ``methodcaller``) go into ``methods``."""
     found: list[dict[str, Any]] = []
     seen: set[int] = set()
 
@@ -296,6 +315,10 @@ def _locate(spec: Any) -> list[dict[str, Any]]:
             entry = _describe(value)
             if entry is not None:
                 found.append(entry)
+            method = getattr(value, "method", None)
+            if methods is not None and type(value).__name__ == "methodcaller" and isinstance(method, str) \
+                    and method not in methods:
+                methods.append(method)
             wrapped = getattr(value, "__wrapped__", None)
             if wrapped is not None:
                 visit(wrapped, depth + 1)

@@ -12,6 +12,8 @@ incomplete.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import logging
 import os
@@ -304,6 +306,12 @@ def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: fl
     script = _script_path(command, cwd)
     functions = {op: [_main_file(FunctionRef(**entry), script) for entry in entries]
                  for op, entries in (raw.get("functions") or {}).items()}
+    for op, calls in (raw.get("methods") or {}).items():
+        located = functions.setdefault(op, [])
+        for call in calls:
+            ref = _method_of(str(call.get("method", "")), [str(r) for r in call.get("receivers") or ()])
+            if ref is not None and ref not in located:
+                located.append(ref)
     notes = list(raw.get("notes") or ())
     if started_by == "mantispy":
         cluster = ClusterConfig(workers=request.workers, threads_per_worker=request.threads_per_worker,
@@ -343,11 +351,46 @@ def _script_path(command: list[str], cwd: str) -> str:
 
 
 def _main_file(ref: FunctionRef, script: str) -> FunctionRef:
-    """A function of the job's ``__main__`` reaches the scheduler pickled by value, its file name lost
-    (``<dynamic-code>``) but not its line: name the script."""
-    if ref.module == "__main__" and script and not Path(ref.file).is_file():
-        return FunctionRef(ref.module, ref.qualname, script, ref.line)
+    """A function pickled by value reaches the scheduler with its file name lost (``<dynamic-code>``) but
+    not its line: a function of the job's ``__main__`` is the script's; one of an importable module is
+    that module's file."""
+    if Path(ref.file).is_file() or not ref.module:
+        return ref
+    if ref.module == "__main__":
+        return FunctionRef(ref.module, ref.qualname, script, ref.line) if script else ref
+    found = _importable(ref.module, ref.qualname)
+    code = getattr(inspect.unwrap(found), "__code__", None) if callable(found) else None
+    if code is not None and Path(code.co_filename).is_file():
+        return FunctionRef(ref.module, ref.qualname, code.co_filename, ref.line)
     return ref
+
+
+def _importable(module: str, qualname: str) -> Any:
+    """``module.qualname`` imported in this process (after the job), or None."""
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            if part == "<locals>":
+                return None
+            found = getattr(found, part)
+    except Exception:  # noqa: BLE001 - any import or lookup failure means: not found
+        return None
+    return found
+
+
+def _method_of(method: str, receivers: list[str]) -> FunctionRef | None:
+    """The function behind ``method`` on the first of the operand types (``module.Class`` names, as the
+    workers reported their results' types) that has it, located; None when none has."""
+    for receiver in receivers:
+        module, _, qualname = receiver.rpartition(".")
+        found = _importable(module, qualname) if module else None
+        function = getattr(found, method, None) if isinstance(found, type) else None
+        target = inspect.unwrap(function) if callable(function) else None
+        code = getattr(target, "__code__", None)
+        if target is not None and code is not None:
+            return FunctionRef(str(getattr(target, "__module__", "") or module), str(target.__qualname__),
+                               str(code.co_filename), int(code.co_firstlineno))
+    return None
 
 
 def _task(key: str, node: dict[str, Any], run: dict[str, Any] | None) -> TaskRun:
