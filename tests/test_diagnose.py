@@ -164,6 +164,28 @@ def test_a_candidate_that_fails_where_the_baseline_ran_is_said_in_the_first_line
     assert render_text(diagnose(CHANGED_INNER, _runs(), Settings())).startswith("no regression")
 
 
+def test_a_hardware_counter_carries_a_regression_the_cpu_time_hides():
+    """The hardware path (hw.* events, which this machine's missing PMU never gives) through the diagnosis:
+    a change that triples the inner function's cache misses at the same CPU time is named by its counter."""
+    rng = random.Random(4)
+    events = ["hw.instructions", "hw.cache_misses", "sw.page_faults", "thread.cpu_ns"]
+    runs = []
+    for version, repeats in ((BASELINE, 3), (CANDIDATE, 2)):
+        for size in range(1, 9):
+            for repeat in range(repeats):
+                misses = size * 4e4 * (3.0 if version == CANDIDATE else 1.0) * rng.gauss(1, 0.03)
+                inner = {"hw.instructions": size * 5e7 * rng.gauss(1, 0.01), "hw.cache_misses": misses,
+                         "sw.page_faults": 0.0, "thread.cpu_ns": size * 1e7 * rng.gauss(1, 0.03)}
+                outer = {k: v * 1.5 for k, v in inner.items()}
+                functions = {name: FunctionCounts(name, calls, totals, {k: v / calls for k, v in totals.items()}, 10)
+                             for name, calls, totals in (("m.py:inner", size * 50, inner), ("m.py:outer", size, outer))}
+                runs.append(VersionRun(version, f"in{size}", repeat, "ok", outer["thread.cpu_ns"] / 1e9, functions, events))
+    diagnosis = diagnose(CHANGED_INNER, runs, Settings())
+    assert (diagnosis.verdict, diagnosis.function, diagnosis.counter) == ("regression", "m.py:inner", "hw.cache_misses")
+    assert diagnosis.effect == pytest.approx(3.0, rel=0.15)
+    assert "counter hw.cache_misses" in render_text(diagnosis).splitlines()[0]
+
+
 def test_a_slower_function_is_named_with_its_counter_before_its_caller():
     diagnosis = diagnose(CHANGED_INNER, _runs(slow=1.6), Settings())
     assert diagnosis.verdict == "regression"
