@@ -244,6 +244,21 @@ def test_a_memory_limit_below_the_data_spills_and_slows_the_job():
     assert tight.bottleneck_resource.startswith("memory")
 
 
+def test_a_memory_limit_dask_would_pause_or_kill_a_worker_at_is_said():
+    """--memory-limit 100kB predicted a job that spilled, where Dask pauses a worker past 80 % of its limit
+    and its nanny restarts it past 95 %: the prediction now says what it assumes there."""
+    tasks = [task(f"p{i}", i * 0.1, (i + 1) * 0.1, nbytes=200_000_000) for i in range(4)]
+    profile = profile_of(tasks, functions={"work": NUMPY_KERNEL})
+    roomy = predict(profile, Configuration(1, 1, 16_000_000_000, 2))
+    assert not [a for a in roomy.assumptions if "Dask" in a and "limit" in a]
+    killed = predict(profile, Configuration(1, 1, 100_000, 2))
+    said = [a for a in killed.assumptions if "95 %" in a]
+    assert said and "restart" in said[0] and "200.0 MB" in said[0], killed.assumptions
+    paused = predict(profile, Configuration(1, 1, 320_000_000, 2))  # 100 MB of its own + 200 MB: past 80 %, not 95 %
+    said = [a for a in paused.assumptions if "80 %" in a]
+    assert said and "pause" in said[0] and not [a for a in paused.assumptions if "95 %" in a], paused.assumptions
+
+
 def test_transfers_between_workers_cost_time():
     parts = [task(f"p{i}", 0.0, 0.1, worker=f"w{i % 2}", nbytes=100_000_000) for i in range(2)]
     joined = task("join", 0.2, 0.3, ("p0", "p1"), op="join", worker="w0")

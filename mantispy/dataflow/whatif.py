@@ -11,7 +11,8 @@ soonest counting the transfer of its missing inputs (:mod:`.transfer_model`: a l
 rate per operation, from the workers' log of their fetches); every worker runs its queue in priority order. CPU
 work (with the (de)serialising of inputs moved between workers, and the worker's own per-task Python)
 shares the machine's cores (processor sharing), and Python that holds the GIL shares one core per worker
-process; results held past 60 % of a worker's memory limit spill to disk and are read back. The driver's
+process; results held past 60 % of a worker's memory limit spill to disk and are read back (past Dask's
+pause and terminate shares the assumptions say what Dask would do instead). The driver's
 own time between computations is kept as recorded.
 
 The recording's CPU beside its tasks is split three ways, each following what drives it:
@@ -50,6 +51,10 @@ from .types import DataflowProfile, TaskRun
 
 SPILL_TARGET = 0.6
 """Dask's ``distributed.worker.memory.target``: managed memory above this share of the limit spills."""
+PAUSE_FRACTION = 0.8
+"""Dask's ``distributed.worker.memory.pause``: past this share of its limit a worker runs no more tasks."""
+TERMINATE_FRACTION = 0.95
+"""Dask's ``distributed.worker.memory.terminate``: past this share of its limit the nanny restarts the worker."""
 DEFAULT_DISK_BANDWIDTH = 300e6
 """Bytes per second of spilling (serialising and writing, reading back) when none was recorded."""
 MAX_CALIBRATION = 2.0
@@ -145,6 +150,7 @@ def predict(profile: DataflowProfile, config: Configuration) -> Prediction:
     assumptions.append(transfers.describe())
     disk_bw = _disk_bandwidth(profile)
     baseline = _worker_baseline(profile)
+    assumptions += _memory_thresholds(config, baseline, max(t.nbytes for t in ran))
     if not profile.machine:
         assumptions.append("no machine CPU series in the profile: the scheduler's and the job's own CPU use is ignored")
     batches = _batches(profile, ran)
@@ -357,6 +363,20 @@ def _disk_bandwidth(profile: DataflowProfile) -> float:
     seconds = sum(v for k, v in profile.worker_metrics.items() if "/disk-write/seconds" in k or "/disk-read/seconds" in k)
     moved = sum(v for k, v in profile.worker_metrics.items() if "/disk-write/bytes" in k or "/disk-read/bytes" in k)
     return moved / seconds if seconds > 0.05 and moved > 1_000_000 else DEFAULT_DISK_BANDWIDTH
+
+
+def _memory_thresholds(config: Configuration, baseline: int, largest: int) -> list[str]:
+    """What the replay assumes where a worker's own memory and the largest result pass Dask's pause or
+    terminate share of the limit (it spills them instead)."""
+    limit = config.memory_limit
+    if limit is None or baseline + largest <= PAUSE_FRACTION * limit:
+        return []
+    what = (f"a worker's own memory ({baseline / 1e6:.1f} MB) and the largest result ({largest / 1e6:.1f} MB) pass "
+            f"{{share}} % of the {limit / 1e6:.1f} MB limit, where Dask {{would}}: this replay spills instead")
+    if baseline + largest > TERMINATE_FRACTION * limit:
+        return [what.format(share=round(TERMINATE_FRACTION * 100), would="restarts the worker (its nanny; the job would "
+                            "likely fail with KilledWorker)")]
+    return [what.format(share=round(PAUSE_FRACTION * 100), would="would pause the worker until memory is freed")]
 
 
 def _worker_baseline(profile: DataflowProfile) -> int:
