@@ -150,6 +150,9 @@ def record(scheduler: str | None, workers: int, threads: int, memory_limit: str 
                f"exit status {result.returncode}" + ("" if profile.complete else " (incomplete)"), err=True)
     for note in profile.notes:
         click.echo(f"mantispy: note: {note}", err=True)
+    if result.interrupted:
+        click.echo(f"mantispy: interrupted; the partial profile {profile_id} is kept, marked incomplete", err=True)
+        raise SystemExit(130)
     if not profile.tasks:
         raise UserError(f"{script}: ran no Dask task, on the recorded scheduler or on a cluster of its own (does it use "
                         "Dask's distributed or local schedulers through dask.compute, .compute() or a Client?)")

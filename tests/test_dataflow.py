@@ -728,6 +728,47 @@ def test_a_dataframe_and_bag_job_is_recorded_with_the_code_of_its_operations(tmp
         [(f.module, f.qualname, f.file) for f in shown if f.line and not Path(f.file).is_file()]
 
 
+INTERRUPTED_JOB = '''
+import time
+from dask import compute, delayed
+from distributed import Client
+
+
+def nap(i):
+    time.sleep(0.05 if i < 4 else 60)
+    return i
+
+
+if __name__ == "__main__":
+    with Client():
+        print(sum(compute(*[delayed(nap)(i) for i in range(4)])), flush=True)
+        print(compute(*[delayed(nap)(i) for i in range(4, 6)]))
+'''
+
+
+def test_an_interrupted_recording_keeps_its_partial_profile(tmp_path):
+    """Ctrl-C while the job ran lost everything the recorder held."""
+    (tmp_path / "job.py").write_text(INTERRUPTED_JOB)
+    env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"}
+    proc = subprocess.Popen([*MANTISPY, "dataflow", "record", "--store", "s.db", "--", "job.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "6"  # the first computation's result: its four tasks ran
+        time.sleep(1.0)  # the second computation's tasks are running
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert "the partial profile 1 is kept, marked incomplete" in stderr, stderr
+    listed = run_mantispy("dataflow", "list", "--store", "s.db", cwd=tmp_path).stdout
+    assert " incomplete " in listed, listed
+    shown = run_mantispy("dataflow", "show", "1", "--store", "s.db", "--json", cwd=tmp_path)
+    document = json.loads(shown.stdout)
+    assert not document["complete"] and any("interrupted" in note for note in document["notes"]), document["notes"]
+    assert [op["name"] for op in document["operations"]] == ["nap"] and "4 tasks ran of 6" in stderr, stderr
+
+
 def test_a_failing_job_keeps_its_partial_profile(tmp_path):
     (tmp_path / "job.py").write_text(DELAYED_JOB)
     proc = run_mantispy("dataflow", "record", "--store", "s.db", "-o", "p.json", "--", "job.py", "fail", cwd=tmp_path)

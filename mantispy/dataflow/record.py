@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,10 @@ class Recording:
 
     profile: DataflowProfile
     returncode: int
+    interrupted: bool = False  # mantispy was interrupted (SIGINT) while the job ran: the job was stopped
+
+
+INTERRUPTED_NOTE = "mantispy was interrupted while the job ran: the job was stopped there; this profile is incomplete"
 
 
 def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | None = None,
@@ -84,17 +89,25 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
                 _register(client, interval, address)
             machine = _MachineSampler(interval / 2)
             job_started = time.time()
+            interrupted = False
             with tempfile.TemporaryDirectory(prefix="mantis-dataflow-own-") as own_folder:
                 try:
                     returncode = _run_job(argv, address, cwd, quiet, Path(own_folder) if watch else None, interval)
+                except KeyboardInterrupt:  # the job is stopped; what the recorder holds is kept, marked incomplete
+                    if not watch:
+                        raise
+                    interrupted, returncode = True, -signal.SIGINT
                 finally:
                     job_ended = time.time()
                     machine.stop()
                 own = job_clusters(Path(own_folder))
             raw: dict[str, Any] | None = {}
             if watch:
-                time.sleep(min(1.0, interval * 3))  # one more heartbeat of every worker
+                if not interrupted:
+                    time.sleep(min(1.0, interval * 3))  # one more heartbeat of every worker
                 raw = client.run_on_scheduler(snapshot, name=PLUGIN_NAME)
+                if interrupted and raw is not None:
+                    raw = {**raw, "notes": [*(raw.get("notes") or ()), INTERRUPTED_NOTE]}
                 if scheduler is not None:
                     client.unregister_scheduler_plugin(PLUGIN_NAME)
                     client.unregister_worker_plugin(TransferLog.name)
@@ -110,7 +123,7 @@ def record_job(argv: Sequence[str], request: ClusterRequest, scheduler: str | No
     profile = build_profile(list(argv), str(cwd or Path.cwd()), raw, job_started, job_ended, returncode,
                             request, address, started_by)
     profile.machine = machine.points
-    return Recording(profile, returncode)
+    return Recording(profile, returncode, interrupted)
 
 
 FIND_EVERY = 4
@@ -191,8 +204,14 @@ def _start_cluster(request: ClusterRequest) -> Any:
     if request.memory_limit is not None:
         kwargs["memory_limit"] = request.memory_limit
     cluster = LocalCluster(**kwargs)
+    # multiprocessing's resource tracker ends by itself when this process does; killed on Ctrl-C, it printed
+    # tracebacks under mantispy's line as the cluster closed
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
     for child in psutil.Process().children(recursive=True):
-        WATCHDOG.watch_process(child.pid)
+        if child.pid != tracker:
+            WATCHDOG.watch_process(child.pid)
     return cluster
 
 
@@ -325,7 +344,7 @@ def build_profile(command: list[str], cwd: str, raw: dict[str, Any], started: fl
                                 address=address, started_by=started_by)
     unfinished = sum(1 for t in tasks if not t.ran)
     complete = returncode == 0 and unfinished == 0 and bool(tasks)
-    if returncode != 0:
+    if returncode != 0 and INTERRUPTED_NOTE not in notes:
         notes.append(f"the job exited with status {returncode}: this profile is incomplete")
     if not tasks:
         notes.append("the job ran no Dask task: this profile is empty")
