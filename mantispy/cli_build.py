@@ -19,13 +19,14 @@ from mantispy.outputs import OutputError, check_folder, refuse_overlap
 def _check_metrics(metrics: tuple[str, ...]) -> None:
     """Refuse, before anything runs, a metric no profiled run stores (it was refused after the whole campaign ran)."""
     from mantispy.modeling.fitting import METRIC_ALIASES, resolve_metric
-    from mantispy.runtime.perf_counters import EVENTS, RUSAGE_METRICS, probe
+    from mantispy.runtime.perf_counters import EVENTS, PROC_IO_METRICS, RUSAGE_METRICS, probe
 
-    known = {*METRIC_ALIASES.values(), *EVENTS, *RUSAGE_METRICS}
+    known = {*METRIC_ALIASES.values(), *EVENTS, *RUSAGE_METRICS, *PROC_IO_METRICS}
     for metric in metrics:
         if resolve_metric(metric) not in known:
             raise UserError(f"--metric {metric}: not a metric a run stores; give wall, cpu, work, rss, a counter "
-                            f"(mantispy counters lists them: {next(iter(EVENTS))}, ...) or one of {', '.join(RUSAGE_METRICS)}")
+                            f"(mantispy counters lists them: {next(iter(EVENTS))}, ...) or one of "
+                            f"{', '.join(RUSAGE_METRICS + PROC_IO_METRICS)}")
     wanted = sorted({resolve_metric(m) for m in metrics} & set(EVENTS))
     closed = [status for status in probe(wanted) if not status.available] if wanted else []
     if closed:

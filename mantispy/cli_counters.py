@@ -57,7 +57,8 @@ def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, budget:
     if as_json:
         click.echo(json.dumps({"paranoid": perf_counters.paranoid_level(),
                                "events": [asdict(s) for s in statuses],
-                               "fallback": list(perf_counters.RUSAGE_METRICS)}, indent=2))
+                               "fallback": list(perf_counters.RUSAGE_METRICS),
+                               "io": list(perf_counters.PROC_IO_METRICS)}, indent=2))
         return
     click.echo(f"perf_event_paranoid: {perf_counters.paranoid_level()}")
     width = max(len(s.name) for s in statuses)
@@ -66,7 +67,7 @@ def counters(as_json: bool, patterns: tuple[str, ...], out: Path | None, budget:
         click.echo(f"  {status.name:<{width}}  {status.kind:<8}  {state}")
     opened = sum(s.available for s in statuses)
     click.echo(f"{opened} of {len(statuses)} events count here; every run also stores {', '.join(perf_counters.RUSAGE_METRICS)} "
-               "(wait4's resource usage)")
+               f"(wait4's resource usage) and {', '.join(perf_counters.PROC_IO_METRICS)} (/proc/PID/io)")
 
 
 def _profile_functions(program: list[str], patterns: list[str], out: Path | None, as_json: bool,

@@ -117,6 +117,7 @@ def execute(task: RunTask) -> RunRecord:
                 wall = time.perf_counter() - t0
                 peak_kb = sampler.stop()
                 counted = counters.read() if counters is not None else {}
+                counted.update(perf_counters.proc_io_metrics(proc.pid))
                 _, status, usage = os.wait4(proc.pid, 0)
                 after = MachineSnapshot.now()
             finally:

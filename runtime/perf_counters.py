@@ -316,9 +316,34 @@ def rusage_metrics(usage) -> dict[str, float]:
             "ru.blocks_in": float(usage.ru_inblock), "ru.blocks_out": float(usage.ru_oublock)}
 
 
-COUNTER_PREFIXES = ("hw.", "sw.", "ru.")
+_PROC_IO_FIELDS = {"rchar": "io.read_chars", "wchar": "io.write_chars", "syscr": "io.read_syscalls",
+                   "syscw": "io.write_syscalls", "read_bytes": "io.read_bytes", "write_bytes": "io.write_bytes"}
+PROC_IO_METRICS = tuple(_PROC_IO_FIELDS.values())
+"""What ``/proc/PID/io`` gives of a process and its reaped descendants: characters read and written and the
+system calls that did it (files, pipes, sockets alike), and the bytes that reached or came from storage."""
+
+
+def proc_io_metrics(pid: int) -> dict[str, float]:
+    """``/proc/PID/io`` of a process that has exited and is not reaped yet (``waitid`` with ``WNOWAIT``):
+    its whole run's IO, its reaped descendants' included; {} where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/io", encoding="ascii") as handle:
+            text = handle.read()
+    except OSError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        field, _, value = line.partition(":")
+        name = _PROC_IO_FIELDS.get(field.strip())
+        if name is not None and value.strip().isdigit():
+            found[name] = float(value)
+    return found
+
+
+COUNTER_PREFIXES = ("hw.", "sw.", "ru.", "io.")
 
 
 def is_counter_metric(name: str) -> bool:
-    """Whether a stored metric is a counter (``hw.*``, ``sw.*``) or its fallback (``ru.*``)."""
+    """Whether a stored metric is a counter (``hw.*``, ``sw.*``) or the kernel's accounting (``ru.*``,
+    ``io.*``)."""
     return name.startswith(COUNTER_PREFIXES)

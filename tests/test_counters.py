@@ -45,7 +45,24 @@ def test_counters_cli_lists_the_events_in_words_and_as_json():
     data = json.loads(subprocess.run([*MANTISPY, "counters", "--json"], capture_output=True, text=True,
                                      timeout=60).stdout)
     assert [e["name"] for e in data["events"]] == list(perf_counters.EVENTS)
-    assert data["fallback"] == list(perf_counters.RUSAGE_METRICS)
+    assert data["fallback"] == list(perf_counters.RUSAGE_METRICS) and data["io"] == list(perf_counters.PROC_IO_METRICS)
+    assert "io.write_chars" in text.stdout
+
+
+def test_a_profiled_run_stores_its_io_and_its_childrens(tmp_path):
+    """The issue's /proc fallback: /proc/PID/io read once the program has exited, before it is reaped."""
+    (tmp_path / "p.py").write_text(textwrap.dedent("""
+        import subprocess, sys
+        with open("data.bin", "wb") as out:
+            out.write(b"x" * 3_000_000)
+        subprocess.run([sys.executable, "-c", "open('data.bin', 'rb').read()"], check=True)
+    """))
+    run = profiler.execute(profiler.RunTask("x", 0, "original", [sys.executable, "p.py"], {}, str(tmp_path), 60.0, False))
+    m = run.metrics
+    assert run.status == "ok" and set(perf_counters.PROC_IO_METRICS) <= set(m), m
+    assert m["io.write_chars"] >= 3_000_000 and m["io.read_chars"] >= 3_000_000  # the child's read is in it
+    assert m["io.write_syscalls"] >= 1 and perf_counters.is_counter_metric("io.read_chars")
+    assert perf_counters.proc_io_metrics(2**22 + 12345) == {}  # no such process: nothing, not an error
 
 
 def _software_events_or_skip():
