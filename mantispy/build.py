@@ -835,7 +835,8 @@ class Builder:
         picks = sorted({round(i * (len(rows) - 1) / max(count - 1, 1)) for i in range(min(count, len(rows)))})
         records = {r.id: r for r in self.spec.inputs}
         chosen = [records[rows.iloc[p]["input_id"]] for p in picks if rows.iloc[p]["input_id"] in records]
-        return [{"id": r.id, "argv": list(r.argv), "kwargs": r.kwargs, "cwd": str(self.spec.workdir)} for r in chosen]
+        return [{"id": r.id, "argv": list(r.argv), "kwargs": r.kwargs, "cwd": str(self.spec.workdir),
+                 "env": dict(self.spec.env)} for r in chosen]
 
     def sampled_stage(self, frame) -> dict[str, dict[str, float]]:
         """The sampled features (:mod:`mantispy.sampled`): the counters the all-feature models chose,

@@ -336,14 +336,25 @@ def report(predictor: Path, out: Path, phases_path: Path | None) -> None:
 @click.command()
 @click.argument("predictor", type=click.Path(path_type=Path))
 @click.option("--repeats", default=3, show_default=True, type=click.IntRange(1, 50), help="Runs per input (median CPU time).")
-def calibrate(predictor: Path, repeats: int) -> None:
-    """Re-measure a predictor's seconds per unit of work (work_s) on this machine, from a few runs of the program."""
-    from mantispy.calibrate import CalibrationError
+@click.option("--source", type=click.Path(path_type=Path), default=None,
+              help="The program's folder on this machine (default: where the build ran it).")
+@click.option("--workdir", type=click.Path(path_type=Path), default=None,
+              help="The folder the inputs' paths are relative to on this machine (default: the build's).")
+def calibrate(predictor: Path, repeats: int, source: Path | None, workdir: Path | None) -> None:
+    """Re-measure a predictor's seconds per unit of work (work_s) on this machine, from a few runs of the program.
+
+    It runs the original program on the inputs the build chose for it (spread over the cost range), with the
+    campaign's environment; on a machine where the program or its inputs live elsewhere, say where with
+    --source and --workdir."""
+    from mantispy.calibrate import CalibrationError, CalibrationRefused
     from mantispy.calibrate import calibrate as run_calibration
 
     module = load_predictor(predictor)
     try:
-        data = run_calibration(predictor, module, repeats=repeats, log=lambda m: click.echo(m, err=True))
+        data = run_calibration(predictor, module, repeats=repeats, log=lambda m: click.echo(m, err=True),
+                               source=source, workdir=workdir)
+    except CalibrationRefused as exc:
+        raise UserError(str(exc)) from None
     except (CalibrationError, module.PredictionError) as exc:
         raise FailureError(f"{predictor}: {exc}") from None
     click.echo(f"seconds per unit of work on this machine: {data['seconds_per_unit']:.4g} "

@@ -394,6 +394,91 @@ def test_a_work_model_worse_than_the_black_box_stands_in_for_cpu_time(tmp_path):
     assert "work_fallback" not in model["training"] and model["work"]
 
 
+class _PredictorStandIn:
+    """What calibrate uses of a predictor package: predict (work_s of the build machine, scaled by the package's
+    calibration) and seconds_per_unit, which refuses an unreadable calibration.json as the package does."""
+
+    class PredictionError(Exception):
+        pass
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def seconds_per_unit(self):
+        path = self.folder / "calibration.json"
+        if not path.exists():
+            return 1.0
+        try:
+            return float(json.loads(path.read_text())["seconds_per_unit"])
+        except (ValueError, KeyError, TypeError):
+            raise self.PredictionError(f"{path}: unreadable") from None
+
+    def predict(self, argv, cwd=None, extrapolate=False, **kwargs):
+        return {"work_s": 0.01 * int(argv[0]) * self.seconds_per_unit()}
+
+
+def test_calibrate_runs_as_the_campaign_ran_from_where_the_program_and_inputs_are_now(tmp_path):
+    """calibrate ran the program only from the build machine's folders (a predictor copied elsewhere failed
+    with an internal error), without the campaign's [env], and could not repair an unreadable calibration."""
+    import textwrap
+
+    from mantispy.calibrate import CalibrationRefused, calibrate
+
+    app, data = tmp_path / "moved" / "app", tmp_path / "moved" / "data"
+    app.mkdir(parents=True)
+    data.mkdir()
+    (data / "n.txt").write_text("x")
+    (app / "job.py").write_text(textwrap.dedent("""
+        import os, sys
+        assert os.environ["JOB_MODE"] == "fast", "the campaign's [env] is missing"
+        assert os.path.exists("n.txt"), "not run from the inputs' folder"
+        sum(i * i for i in range(20_000 * int(sys.argv[1])))
+    """))
+    folder = tmp_path / "predictor"
+    folder.mkdir()
+    items = [{"id": f"n{n}", "argv": [str(n)], "kwargs": {}, "cwd": "/build-machine/data", "env": {"JOB_MODE": "fast"}}
+             for n in (1, 4, 8)]
+    BuildRecord(entry="job.py", source="/build-machine/app", calibration_inputs=items).save(folder / "build.json")
+    work_model = {"metric": "work_s", "method": "lasso", "intercept": 0.0, "scaling": {"job.py:main:loop:1": {}},
+                  "work": {"seconds_per": {"loop": 1e-6}}}
+    (folder / "models.json").write_text(json.dumps({"metrics": {"work_s": work_model}}))
+    module = _PredictorStandIn(folder)
+    with pytest.raises(CalibrationRefused, match="--source"):
+        calibrate(folder, module, repeats=1)
+    with pytest.raises(CalibrationRefused, match="--workdir"):
+        calibrate(folder, module, repeats=1, source=app)
+    (folder / "calibration.json").write_text('{"seconds_per_unit": "x"}')  # predictions refuse it
+    said: list[str] = []
+    written = calibrate(folder, module, repeats=1, source=app, workdir=data, log=said.append)
+    assert written["seconds_per_unit"] > 0 and [i["input_id"] for i in written["inputs"]] == ["n1", "n4", "n8"]
+    assert module.seconds_per_unit() == pytest.approx(written["seconds_per_unit"])
+    assert (folder / "calibration.unreadable-1.json").read_text() == '{"seconds_per_unit": "x"}'  # kept, not lost
+    assert any("unreadable" in line for line in said)
+    items[0]["env"] = {}
+    BuildRecord(entry="job.py", source=str(app), calibration_inputs=items).save(folder / "build.json")
+    from mantispy.calibrate import CalibrationError
+
+    with pytest.raises(CalibrationError, match="input n1: the program failed here"):
+        calibrate(folder, module, repeats=1, workdir=data)
+
+
+def test_calibrate_refuses_a_predictor_with_nothing_to_calibrate_in_one_line_with_exit_2(tmp_path):
+    """It exited 1 (as if a run had failed) and named the folder twice: 'p3: p3: no work_s model'."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "p3"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("class PredictionError(Exception):\n    pass\n")
+    BuildRecord().save(folder / "build.json")
+    (folder / "models.json").write_text(json.dumps({"metrics": {"cpu_s": {"method": "constant", "scaling": {}}}}))
+    proc = subprocess.run([sys.executable, "-m", "mantispy", "calibrate", str(folder)], capture_output=True, text=True,
+                          timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].count(str(folder)) == 1, proc.stderr
+    assert "no work_s model to calibrate; build with --metric work" in lines[0]
+
+
 # ---------------------------------------------------------------- verdicts and the budget
 def record_with(model, median, bb, floor, coverage=0.8):
     return BuildRecord(campaign=CampaignRecord(noise={"cpu_s": {"floor": floor}}),
