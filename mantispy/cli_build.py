@@ -100,6 +100,11 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            solver=solver, penalty=penalty, view_confidence=view_confidence)
     log = progress_log(quiet, verbose)
     if frontier is not None:
+        from click.core import ParameterSource
+
+        if click.get_current_context().get_parameter_source("max_cost") not in (ParameterSource.DEFAULT, None):
+            raise UserError(f"--max-cost {max_cost:g} with --frontier: the frontier's budgets are its --max-cost values; "
+                            "give the budget among them (--frontier 0.01,0.05,...) and leave --max-cost out")
         _build_frontier(options, frontier, log)
         return
     try:
@@ -269,7 +274,8 @@ def predict(predictor: Path, kwargs_json: str | None, cwd: Path | None, timeout:
                                    extrapolate=extrapolate, warm=False, interval=True, **kwargs)
     except module.PredictionError as exc:
         rejected = isinstance(exc, getattr(module, "InputRejected", ()))  # packages built before it: all 1
-        raise (UserError if rejected else FailureError)(f"{predictor}: {exc}") from None
+        said = str(exc).replace("pass extrapolate=True to estimate anyway", "give --extrapolate to estimate anyway")
+        raise (UserError if rejected else FailureError)(f"{predictor}: {said}") from None
     if as_json:
         click.echo(json.dumps(estimates))
         return

@@ -326,6 +326,10 @@ def package_readme(record: BuildRecord) -> str:
         "`predict(..., warm=False)` uses a fresh interpreter per call. An input the program rejects, a feature "
         "far outside its training range, or an evaluator failure raise `PredictionError`.",
         "",
+        *(["`work_s` is CPU seconds of the build machine's, from the program's own work; on another machine "
+           "`mantispy calibrate PATH/TO/THIS/FOLDER` re-measures the seconds per unit of work there (a few runs of "
+           "the program; `calibration.json` here then scales every `work_s` estimate).", ""]
+          if any(data.model.get("work") for data in record.metrics.values()) else []),
         "## Accuracy on held-out inputs",
         "",
         "| metric | median rel. error | mean rel. error | black-box median | black-box mean | inputs |",

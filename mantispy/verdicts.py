@@ -70,6 +70,14 @@ def metric_verdicts(record: BuildRecord, metric: str) -> list[str]:
         else:
             said.append(f"{metric}: the error ({error:.1%}) is {error / max(floor, 1e-12):.1f}x the noise floor "
                         f"({floor:.1%})")
+    elif error is not None:
+        from mantispy.measurement import NOISE_METRICS
+        from mantispy.modeling.work import measured_metric
+
+        why = ("one uninstrumented run per input (--repeats 1, or original_repeats = 1): give 3 to measure it"
+               if measured_metric(metric) in NOISE_METRICS else
+               "it is measured for wall time, CPU time and peak RSS, not for counters")
+        said.append(f"{metric}: no noise floor to judge the error ({error:.1%}) against: {why}")
     coverage = validation.get("interval_coverage")
     level = validation.get("interval_level")
     if coverage is not None and level:
@@ -148,9 +156,16 @@ def cost_verdict(record: BuildRecord) -> list[str]:
     measures what the package runs (the combined evaluator, and the sampled one beside it)."""
     ev = record.evaluator
     budget = record.options.max_cost
-    if ev is None or ev.median_fraction is None or not budget or ev.median_fraction <= budget:
+    if ev is None or not budget:
         return []
-    parts = "the combined and the sampled evaluator together" if ev.sampled_features and ev.features else "its evaluator"
-    return [f"evaluators: a prediction costs {ev.median_fraction:.1%} of the run time on held-out inputs (median; "
-            f"{parts}), over the --max-cost budget of {budget:.0%}: each feature was judged against the budget alone, "
-            "on three training inputs"]
+    said = []
+    if ev.median_fraction is not None and ev.median_fraction > budget:
+        parts = "the combined and the sampled evaluator together" if ev.sampled_features and ev.features else "its evaluator"
+        said.append(f"evaluators: a prediction costs {ev.median_fraction:.1%} of the run time on held-out inputs (median; "
+                    f"{parts}), over the --max-cost budget of {budget:.0%}: each feature was judged against the budget "
+                    "alone, on three training inputs")
+    if ev.cold_median_fraction is not None and ev.cold_median_fraction > budget:
+        said.append(f"evaluators: a prediction through `mantispy predict` (a fresh interpreter each time) costs "
+                    f"{ev.cold_median_fraction:.1%} of a run (median), over the --max-cost budget of {budget:.0%}, which "
+                    "holds for the package imported and kept (its warm evaluator), as a scheduler uses it")
+    return said

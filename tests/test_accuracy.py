@@ -487,6 +487,28 @@ def record_with(model, median, bb, floor, coverage=0.8):
                            "blackbox": {"available": True, "median_rel_error": bb}})})
 
 
+def test_a_predictors_readme_says_work_s_is_the_build_machines_and_how_to_calibrate_it():
+    from mantispy.predictor import package_readme
+
+    work = {"metric": "work_s", "method": "constant", "intercept": 0.1, "terms": [], "scaling": {}, "work": {"seconds_per": {}}}
+    with_work = package_readme(BuildRecord(metrics={"work_s": MetricRecord(model=work)}))
+    assert "`work_s` is CPU seconds of the build machine's" in with_work and "mantispy calibrate" in with_work
+    cpu = {"metric": "cpu_s", "method": "constant", "intercept": 0.1, "terms": [], "scaling": {}}
+    assert "mantispy calibrate" not in package_readme(BuildRecord(metrics={"cpu_s": MetricRecord(model=cpu)}))
+
+
+def test_a_verdict_without_a_noise_floor_says_why():
+    """With one run per input (or a counter's model) the floor is unknown, and nothing was said of it."""
+    model = {"method": "lasso", "scaling": {"app.py:f:loop:1": {}}}
+    record = record_with(model, 0.05, 0.2, 0.04)
+    record.campaign.noise = {}
+    said = " ".join(metric_verdicts(record, "cpu_s"))
+    assert "cpu_s: no noise floor to judge the error (5.0%) against: one uninstrumented run per input" in said, said
+    record.metrics["sw.page_faults"] = record.metrics.pop("cpu_s")
+    said = " ".join(metric_verdicts(record, "sw.page_faults"))
+    assert "not for counters" in said, said
+
+
 def test_verdicts_say_constant_black_box_and_noise_floor_in_words():
     constant = {"method": "constant", "intercept": 0.4, "scaling": {}}
     said = " ".join(metric_verdicts(record_with(constant, 0.2, 0.1, 0.05), "cpu_s"))
@@ -710,6 +732,13 @@ def test_verdicts_say_when_the_evaluators_together_cost_more_than_the_budget():
     assert "10.0% of the run time" in said and "the combined and the sampled evaluator together" in said
     assert "over the --max-cost budget of 5%" in said
     record.evaluator.median_fraction = 0.04
+    assert "--max-cost" not in " ".join(build_verdicts(record))
+    # mantispy predict runs the evaluator in a fresh interpreter: an audit's build cost 1.6x a run that way, unsaid
+    record.evaluator.cold_median_fraction = 1.597
+    said = " ".join(build_verdicts(record))
+    assert "`mantispy predict` (a fresh interpreter each time) costs 159.7% of a run" in said, said
+    assert "the package imported and kept" in said
+    record.evaluator.cold_median_fraction = 0.03
     assert "--max-cost" not in " ".join(build_verdicts(record))
 
 

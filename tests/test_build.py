@@ -432,3 +432,7 @@ def test_frontier_builds_one_predictor_per_budget_from_one_profile(built, tmp_pa
     # one line, no traceback, exit status 2 (bad input)
     assert bad.returncode == 2 and "'lots' is not a number" in bad.stderr and "Traceback" not in bad.stderr
     assert bad.stderr.count("\n") == 1
+    both = subprocess.run([*CLI, "build", str(options.spec), "-o", str(tmp_path / "y"), "--frontier", "0.1,1",
+                           "--max-cost", "0.3"], capture_output=True, text=True)  # --max-cost was dropped silently
+    assert both.returncode == 2 and "--max-cost 0.3 with --frontier" in both.stderr and both.stderr.count("\n") == 1
+    assert not (tmp_path / "y").exists()
