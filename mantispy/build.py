@@ -53,7 +53,7 @@ from mantispy.errors import BuildError
 from mantispy.instrument.tree import InstrumentError
 from mantispy.modeling import artefact
 from mantispy.modeling.averaging import ENSEMBLE_SIZE
-from mantispy.modeling.defaults import VIEW_CONFIDENCE
+from mantispy.modeling.defaults import INTERVAL_LEVELS, VIEW_CONFIDENCE
 from mantispy.modeling.fitting import (
     FitRequest,
     as_work_model,
@@ -113,6 +113,7 @@ class BuildOptions:
     content: bool = True  # content features: matches of the program's own regexes in the input files
     sample_fraction: float = 0.0  # sampled features: counters counted on this share of each input file (0: none)
     view_confidence: float = VIEW_CONFIDENCE  # a view richer than the descriptors needs this share of resamples
+    levels: tuple[float, float] = INTERVAL_LEVELS  # the prediction intervals' quantile levels
 
 
 # ====================================================================== evaluator verdicts
@@ -919,6 +920,7 @@ class Builder:
                              unusable_inputs=tuple(getattr(self, "unusable_inputs", ())),
                              extra_features=getattr(self, "extra_columns", self.content_columns),
                              average=self.options.average, view_confidence=self.options.view_confidence,
+                             levels=self.options.levels,
                              interval_from="leave-one-input-out" if sensitivity else "out-of-fold")
         gate = self.sampling_gates.get(metric)
         if gate is not None and not gate.open:  # its stand-ins were taken for the other metrics' models

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from mantispy.cli_build import interval_levels
 from mantispy.cli_build import register as _register_product_verbs
 from mantispy.cli_counters import register as _register_counter_verbs
 from mantispy.cli_dataflow import register as _register_dataflow_verbs
@@ -642,10 +643,14 @@ def coverage_cmd(store_path: Path, campaign_name: str | None) -> None:
               help="A model view richer than the input descriptors (content, sampled or program features) is chosen only "
                    "where it beats the simpler views on cross-validation in this share of paired resamples of the "
                    "training inputs (0: the smallest cross-validated error alone decides).")
+@click.option("--interval", "levels", default="0.1,0.9", show_default=True, metavar="LOW,HIGH",
+              callback=interval_levels,
+              help="The prediction interval's quantile levels (0.05,0.95 for a p5-p95 interval).")
 @click.option("-o", "--out", "out", default="model.json", show_default=True, type=click.Path(path_type=Path), help="Model JSON to write.")
 def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, train_fraction: float, method: str,
         seed: int, exclude: tuple[str, ...], no_sensitivity: bool, form: str, average: int, metrics_from: str,
-        no_inputs: bool, solver: str, penalty: str, view_confidence: float, out: Path) -> None:
+        no_inputs: bool, solver: str, penalty: str, view_confidence: float, levels: tuple[float, float],
+        out: Path) -> None:
     """Select the few features that explain a metric and fit a compact polynomial (SPORE)."""
     from mantispy.modeling import artefact
     from mantispy.modeling.fitting import FitRequest, ModelingError, fit_campaign
@@ -655,7 +660,7 @@ def fit(store_path: Path, campaign_name: str | None, metric: str, degree: int, t
     request = FitRequest(metric=metric, degree=degree, train_fraction=train_fraction, method=method, seed=seed,
                          exclude=exclude, sensitivity=not no_sensitivity, form=form, metrics_from=metrics_from,
                          inputs=not no_inputs, solver=solver, penalty=penalty, average=average,
-                         view_confidence=view_confidence)
+                         view_confidence=view_confidence, levels=levels)
     try:
         model = fit_campaign(store, campaign_name, request)
     except ModelingError as exc:

@@ -16,6 +16,16 @@ from mantispy.modeling.defaults import VIEW_CONFIDENCE
 from mantispy.outputs import OutputError, check_folder, refuse_overlap
 
 
+def interval_levels(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[float, float]:
+    """Click callback of ``--interval LOW,HIGH`` (fit and build): the two levels, or the usage error."""
+    from mantispy.modeling.defaults import parse_levels
+
+    try:
+        return parse_levels(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _check_metrics(metrics: tuple[str, ...]) -> None:
     """Refuse, before anything runs, a metric no profiled run stores (it was refused after the whole campaign ran)."""
     from mantispy.modeling.fitting import METRIC_ALIASES, resolve_metric
@@ -75,6 +85,8 @@ def _check_metrics(metrics: tuple[str, ...]) -> None:
               help="A model view richer than the input descriptors (content, sampled or program features) is chosen only "
                    "where it beats the simpler views on cross-validation in this share of paired resamples of the "
                    "training inputs (0: the smallest cross-validated error alone decides).")
+@click.option("--interval", "levels", default="0.1,0.9", show_default=True, metavar="LOW,HIGH", callback=interval_levels,
+              help="The prediction intervals' quantile levels (0.05,0.95 for p5-p95), judged on the held-out inputs.")
 @click.option("--frontier", default=None, metavar="B1,B2,...",
               help="One predictor per --max-cost budget (OUT/max-cost-B), profiled once; writes OUT/frontier.md/.json/.svg.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines; only errors and the closing table.")
@@ -83,7 +95,7 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
           degree: int, method: str, seed: int, jobs: int, max_rounds: int, lookahead: int, cost_inputs: int,
           validate_inputs: int | None, static_only: bool, force: bool, form: str, average: int, repeats: int | None,
           no_inputs: bool, no_content: bool, sample_fraction: float, solver: str, penalty: str, view_confidence: float,
-          frontier: str | None,
+          levels: tuple[float, float], frontier: str | None,
           quiet: bool = False, verbose: bool = False) -> None:
     """Build a predictor package from campaign SPEC: instrument, profile, fit, slice, cost loop, validate."""
     from mantispy.build import BuildOptions
@@ -97,7 +109,7 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
                            max_rounds=max_rounds, lookahead=lookahead, cost_inputs=cost_inputs, validate_inputs=validate_inputs, force=force,
                            observed_calls=not static_only, form=form, average=average, repeats=repeats,
                            inputs=not no_inputs, content=not no_content, sample_fraction=sample_fraction,
-                           solver=solver, penalty=penalty, view_confidence=view_confidence)
+                           solver=solver, penalty=penalty, view_confidence=view_confidence, levels=levels)
     log = progress_log(quiet, verbose)
     if frontier is not None:
         from click.core import ParameterSource

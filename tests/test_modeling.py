@@ -203,3 +203,11 @@ def test_fit_and_show_through_the_cli_on_a_real_campaign(tmp_path):
     assert json.loads((tmp_path / "plain.json").read_text())["training"]["penalty"] == "plain"
     few = run("fit", "--store", db, "--train-fraction", "0.05")
     assert few.returncode == 2 and "--train-fraction" in few.stderr
+    wide = run("fit", "--store", db, "--metric", "rss", "--train-fraction", "0.5", "--no-input-features", "--average", "1",
+               "--no-sensitivity", "--interval", "0.05,0.95", "-o", tmp_path / "wide.json")  # p10-p90 was fixed
+    assert wide.returncode == 0, wide.stderr
+    assert json.loads((tmp_path / "wide.json").read_text())["interval"]["level"] == [0.05, 0.95]
+    for bad_levels in ("0.9,0.1", "0.1", "low,high"):
+        refused = run("fit", "--store", db, "--interval", bad_levels, "-o", tmp_path / "never.json")
+        assert refused.returncode == 2 and "--interval" in refused.stderr and refused.stderr.count("\n") == 1
+        assert not (tmp_path / "never.json").exists()

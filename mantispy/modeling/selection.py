@@ -42,10 +42,11 @@ from typing import Any
 
 import numpy as np
 
+from .defaults import INTERVAL_LEVELS
 from .spore import ModelingError, SporeRegressor
 
 VIEWS = ("constant", "inputs", "content", "sampled", "program")
-DEFAULT_LEVELS = (0.1, 0.9)
+DEFAULT_LEVELS = INTERVAL_LEVELS
 RESAMPLES = 400
 """Paired bootstrap resamples of the training inputs behind :func:`share_better`."""
 
