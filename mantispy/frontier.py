@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mantispy.build_record import BuildRecord, EvaluatorRecord
+from mantispy.errors import BuildError
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 
@@ -60,20 +61,31 @@ def frontier_row(budget: float, record: BuildRecord, out: Path) -> dict[str, Any
 
 def run_frontier(options, budgets: list[float], build: Callable[..., BuildRecord],
                  log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Build one predictor per budget under ``options.out``; write frontier.json/.md/.svg there."""
+    """Build one predictor per budget under ``options.out``; write frontier.json/.md/.svg there, after each
+    budget: a build that fails leaves the frontier of the budgets built before it (its error says so)."""
     root = Path(options.out)
     root.mkdir(parents=True, exist_ok=True)
     work = options.work
-    rows = []
+    rows: list[dict[str, Any]] = []
     for budget in budgets:
         out = root / f"max-cost-{budget:g}"
         log(f"frontier: building the predictor for --max-cost {budget:g} into {out}")
-        record = build(dataclasses.replace(options, out=out, max_cost=budget, work=work), log=log)
+        try:
+            record = build(dataclasses.replace(options, out=out, max_cost=budget, work=work), log=log)
+        except BuildError as exc:
+            kept = f"; the frontier of the {len(rows)} budget(s) built before it is in {root}" if rows else ""
+            raise BuildError(f"--max-cost {budget:g}: {exc}{kept}") from exc
         rows.append(frontier_row(budget, record, out))
-    (root / "frontier.json").write_text(json.dumps({"rows": rows}, indent=1) + "\n", encoding="utf-8")
-    (root / "frontier.md").write_text("\n".join(table_lines(rows)) + "\n", encoding="utf-8")
-    (root / "frontier.svg").write_text(plot(rows), encoding="utf-8")
+        _write(root, rows)
     return rows
+
+
+def _write(root: Path, rows: list[dict[str, Any]]) -> None:
+    for name, text in (("frontier.json", json.dumps({"rows": rows}, indent=1) + "\n"),
+                       ("frontier.md", "\n".join(table_lines(rows)) + "\n"), ("frontier.svg", plot(rows))):
+        tmp = root / f"{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(root / name)
 
 
 def _pct(value: float | None) -> str:

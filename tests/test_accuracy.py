@@ -645,6 +645,25 @@ def test_frontier_budgets_table_and_plot():
     assert svg.startswith("<svg") and svg.count("<circle") == 3 and "black box" in svg
 
 
+def test_a_frontier_whose_later_budget_fails_keeps_the_budgets_built_before_it(tmp_path):
+    """Nothing was written when one budget's build failed, after the others had been built."""
+    from mantispy.build import BuildOptions
+    from mantispy.errors import BuildError
+    from mantispy.frontier import run_frontier
+
+    def build(options, log):
+        if options.max_cost > 0.1:
+            raise BuildError("the campaign failed on every input")
+        return BuildRecord(metrics={"cpu_s": MetricRecord(model={"method": "constant", "intercept": 1.0, "scaling": {}},
+                                                          validation={"median_rel_error": 0.2})})
+
+    options = BuildOptions(spec=tmp_path / "spec.toml", out=tmp_path / "frontier", work=tmp_path / "work")
+    with pytest.raises(BuildError, match=r"--max-cost 0.5: the campaign failed.*the frontier of the 2 budget\(s\)"):
+        run_frontier(options, [0.01, 0.05, 0.5], build, log=lambda _m: None)
+    rows = json.loads((tmp_path / "frontier" / "frontier.json").read_text())["rows"]
+    assert [r["max_cost"] for r in rows] == [0.01, 0.05] and (tmp_path / "frontier" / "frontier.md").is_file()
+
+
 def test_glmnet_solver_recovers_the_planted_polynomial_like_sklearn():
     pytest.importorskip("glmnet", reason="python-glmnet is the optional solver (pip install 'mantispy[glmnet]')")
     from tests.test_modeling import A, B, C, planted
