@@ -247,6 +247,47 @@ def test_profiled_runs_store_the_counters_and_fit_targets_a_replayed_hardware_co
     assert model["metric"] == "hw.instructions" and terms  # it found the input's number
 
 
+ALLOCATES_AND_WRITES = """
+import sys
+
+def allocate(n):
+    blocks = [bytearray(4096) for _ in range(n)]
+    return len(blocks)
+
+def write(n):
+    with open("out.bin", "wb") as out:
+        for _ in range(n):
+            out.write(b"x" * 1000)
+
+n = int(sys.argv[1])
+print(allocate(n * 200))
+write(n * 50)
+"""
+
+
+def test_a_build_targets_a_software_counter_and_the_io_a_run_did(tmp_path):
+    """Counters as build targets, end to end (only fit was tested). Counted from the program's exec, a run's
+    page faults are the same on every run of an input, so their model is exact where the counters opened
+    after the start made them noise."""
+    _software_events_or_skip()
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "main.py").write_text(ALLOCATES_AND_WRITES)
+    (tmp_path / "spec.toml").write_text('name = "counted"\nsource = "prog"\nentry = "main.py"\n[inputs]\nlist = ['
+                                        + ", ".join(f'{{ id = "n{n}", argv = ["{n}"] }}' for n in range(1, 17)) + "]\n")
+    proc = subprocess.run([*MANTISPY, "build", "spec.toml", "-o", "pred", "--metric", "sw.page_faults", "--metric",
+                           "io.write_chars", "--train-fraction", "0.5", "-q"], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads((tmp_path / "pred" / "build.json").read_text())
+    errors = {m: data["validation"]["median_rel_error"] for m, data in record["metrics"].items()}
+    assert set(errors) == {"sw.page_faults", "io.write_chars"} and max(errors.values()) < 0.01, errors
+    assert "no noise floor to judge the error" in proc.stdout and "not for counters" in proc.stdout
+    predicted = subprocess.run([*MANTISPY, "predict", "pred", "--json", "--", "12"], capture_output=True, text=True,
+                               timeout=120, cwd=tmp_path)
+    assert predicted.returncode == 0, predicted.stderr
+    assert json.loads(predicted.stdout)["io.write_chars"]["estimate"] == pytest.approx(12 * 50 * 1000, rel=0.01)
+
+
 def test_a_build_targeting_a_counter_this_machine_cannot_open_is_refused_before_anything_runs(tmp_path):
     """It ran the whole campaign, then failed (exit 1) with 'not in the store'."""
     closed = [s.name for s in perf_counters.probe() if not s.available]
