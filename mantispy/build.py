@@ -1062,6 +1062,9 @@ def _check_out(out: Path, force: bool, source: Path, spec_file: Path, work: Path
     of another program is replaced only with ``force``. Raises :class:`OutputError`."""
     refuse_overlap(out, {"program's source": source, "campaign spec": spec_file, "build's work folder": work})
     check_folder(out, lambda p: is_predictor(p) or (p / BUILD_FILE).is_file(), "predictor")
+    if Path(work).exists() and not Path(work).is_dir():
+        raise OutputError(f"{work}: a file, not a folder; --work names the folder where the build keeps its store, "
+                          "evaluators and caches")
     if (out / BUILD_FILE).is_file() and not force:
         try:
             earlier = BuildRecord.load(out).source

@@ -30,15 +30,19 @@ from mantispy.errors import DEBUG_ENV, EXIT_FAILED, FailureError, UserError
 from mantispy.modeling.defaults import VIEW_CONFIDENCE
 
 
-def _output_file(out: Path, is_ours, what: str, force: bool = False, **protected: Path | None) -> None:
-    """Refuse (exit 2) a file output that would overwrite a protected path or a file mantispy did not write."""
+def _output_file(out: Path, is_ours, what: str, force: bool | None = None, **protected: Path | None) -> None:
+    """Refuse (exit 2) a file output that would overwrite a protected path or a file mantispy did not write
+    (``force``: the verb's --force, None where it has none), and make its folder, before the work."""
     from mantispy.outputs import OutputError, check_file, refuse_overlap
 
     try:
         refuse_overlap(out, {k.replace("_", " "): v for k, v in protected.items()})
-        check_file(out, is_ours, what, force=force)
+        check_file(out, is_ours, what, force=bool(force), can_force=force is not None)
+        out.parent.mkdir(parents=True, exist_ok=True)
     except OutputError as exc:
         raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{out.parent}: cannot make the output's folder ({exc.strerror or exc}); choose another -o") from None
 
 
 def _json_of(path: Path):
@@ -228,15 +232,15 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
         return
     if not manifest_path(out).exists():
         raise UserError(f"{out}: not an instrumented folder (no .mantis/manifest.json); run mantispy instrument first")
+    _check_python(python)
+    features_out = _features_target(features_out)
+    if observed_calls is not None:
+        _check_observed_calls(observed_calls)
     extra: list[Path] = []
     if python is not None:
         from mantispy.standalone_runtime import standalone_runtime_dir
 
         extra.append(standalone_runtime_dir(out / ".mantis" / "pyroot"))
-    features_out = features_out.resolve()
-    features_out.parent.mkdir(parents=True, exist_ok=True)
-    if features_out.exists():
-        features_out.unlink()
     try:
         argv = program_argv(out, list(args), python)
     except LaunchError as exc:
@@ -268,6 +272,50 @@ def run(out: Path, features_out: Path, python: str | None, args: tuple[str, ...]
     sys.exit(code if code >= 0 else 128 - code)
 
 
+def _features_target(path: Path) -> Path:
+    """Where ``run`` writes its features: a new file, or an earlier features file (replaced), never a file
+    of the user's; its folder is made."""
+    path = path.resolve()
+    if path.is_dir():
+        raise UserError(f"{path}: a folder; give --features-out a file's path (e.g. {path / 'features.json'})")
+    if path.exists():
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            earlier = None
+        if not (isinstance(earlier, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                  for v in earlier.values())):
+            raise UserError(f"{path}: exists and is not a features file; choose another --features-out (mantispy "
+                            "does not write over files)")
+        path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _check_python(python: str | None) -> None:
+    """``--python``: an interpreter that exists (a path, or a name on PATH)."""
+    import shutil
+
+    if python is not None and shutil.which(python) is None:
+        raise UserError(f"--python {python}: no such interpreter (not an executable file, nor a command on PATH)")
+
+
+def _check_observed_calls(path: Path) -> None:
+    """``--observed-calls``: a new file, or an observations file to merge into; never a file of the user's."""
+    if path.is_dir():
+        raise UserError(f"{path}: a folder; give --observed-calls a file's path (e.g. {path / 'calls.json'})")
+    if path.exists():
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            earlier = None
+        from mantispy.runtime.observed_calls import FORMAT
+
+        if not (isinstance(earlier, dict) and earlier.get("format") == FORMAT):
+            raise UserError(f"{path}: exists and is not an observed-calls file; choose another --observed-calls "
+                            "(mantispy does not write over files)")
+
+
 def _run_monitored(src: Path, features_out: Path, python: str | None, args: tuple[str, ...], exclude: list[str],
                    include: list[str]) -> None:
     """``mantispy run --backend monitor``: the original program, counted from its bytecode."""
@@ -277,12 +325,10 @@ def _run_monitored(src: Path, features_out: Path, python: str | None, args: tupl
 
     if not src.exists():
         raise UserError(f"{src}: no such file or folder; give the program's source folder (or .py file)")
-    features_out = features_out.resolve()
-    if features_out.is_relative_to(src.resolve()) if src.is_dir() else False:
-        raise UserError(f"{features_out}: inside the source folder {src}; write the features elsewhere")
-    features_out.parent.mkdir(parents=True, exist_ok=True)
-    if features_out.exists():
-        features_out.unlink()
+    _check_python(python)
+    if features_out.resolve().is_relative_to(src.resolve()) if src.is_dir() else False:
+        raise UserError(f"{features_out.resolve()}: inside the source folder {src}; write the features elsewhere")
+    features_out = _features_target(features_out)
     root = src.resolve() if src.is_dir() else src.resolve().parent
     try:
         argv = program_argv(root, list(args), python)
@@ -325,6 +371,13 @@ def features(features_file: Path, manifest_from: Path, top: int, kinds: tuple[st
         values = json.loads(features_file.read_text())
     except (OSError, ValueError) as exc:
         raise UserError(f"{features_file}: not a features file ({exc}); produce one with mantispy run") from None
+    if not isinstance(values, dict) or "format" in values:
+        raise UserError(f"{features_file}: not a features file (a JSON object of feature ids and numbers); produce one "
+                        "with mantispy run --features-out")
+    wrong = next(((k, v) for k, v in values.items() if not isinstance(v, (int, float)) or isinstance(v, bool)), None)
+    if wrong is not None:
+        raise UserError(f"{features_file}: feature {wrong[0]} holds {wrong[1]!r}, not a number; produce the file with "
+                        "mantispy run --features-out")
     by_id = {f.id: f for f in manifest.features}
     rows = [(fid, v) for fid, v in values.items() if fid in by_id and (not kinds or by_id[fid].kind in kinds)]
     # Counters first (largest count first), then recorded values: they answer different questions.
@@ -424,6 +477,10 @@ def profile(spec_file: Path, store_path: Path, jobs: int, resume: bool, replace:
     from mantispy.store import StoreError
 
     err = Console(stderr=True)
+    if resume and replace:
+        raise UserError("--resume and --replace: give one (--resume keeps the stored runs, --replace discards them)")
+    if quiet and verbose:
+        raise UserError("-q and -v: give one (-q prints no progress, -v every run)")
     try:
         spec = load_spec(spec_file)
     except SpecError as exc:
@@ -776,7 +833,8 @@ def show(model_file: Path) -> None:
         if not isinstance(metrics, dict) or not metrics:
             raise UserError(f"{path}: field metrics: expected an object of models; rebuild with mantispy build")
         for metric, model in metrics.items():
-            problem = artefact.model_problem(model)
+            problem = artefact.model_problem(model) or (artefact.shown_fields_problem(model) if isinstance(model, dict)
+                                                         else None)
             if problem is not None:
                 raise UserError(f"{path}: metrics.{shown_key(metric)}: {problem}; rebuild with mantispy build")
             click.echo(f"== {metric}")
@@ -790,26 +848,32 @@ def show(model_file: Path) -> None:
     _print_evaluation(model)
 
 
-def _load_program(src: Path):
+def _load_program(src: Path, say_problems: bool = True):
     from mantispy.slicer.program import Program, ProgramError
 
     try:
         program = Program.load(src)
     except ProgramError as exc:
         raise UserError(str(exc)) from None
-    for problem in program.problems:
-        click.echo(str(problem), err=True)
+    if say_problems:
+        for problem in program.problems:
+            click.echo(str(problem), err=True)
     return program
 
 
 def _unit_graphs(src: Path, function: str, exceptional: bool = False):
     from mantispy.slicer.lookup import LookupError_, find_unit
 
-    program = _load_program(src)
+    program = _load_program(src, say_problems=False)
     try:
         found = find_unit(program, function, exceptional)
     except LookupError_ as exc:
+        if program.problems:  # the unit may be in the file that does not parse: that is the error to fix
+            raise UserError(f"{program.problems[0]} (so {function} may not be found); fix it, or name a unit of a "
+                            "file that parses") from None
         raise UserError(str(exc)) from None
+    for problem in program.problems:
+        click.echo(str(problem), err=True)
     for note in found[1].unsupported:
         click.echo(f"mantispy: note: {note}", err=True)
     return found
@@ -1052,7 +1116,22 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
 
     if out is not None:
         _output_file(out, lambda p: isinstance(_json_of(p), list), "fidelity report", program_source=src)
+    callable_entry = ":" in entry and not entry.strip().endswith(".py") and not entry.startswith("-m ")
+    try:
+        given = [[i] if callable_entry else shlex.split(i) for i in inputs]  # a callable's input is one JSON object
+    except ValueError as exc:
+        raise UserError(f"--input: {exc} (an input is the program's arguments as a shell would split them)") from None
     session = _slice_session(src, entry)
+    unknown = [f for f in feature_ids if f not in session.features]
+    if unknown:
+        raise UserError(f"--feature {unknown[0]}: no such feature of {src}; mantispy instrument lists them in the "
+                        "manifest (.mantis/manifest.json)")
+    from mantispy.instrument.manifest import FEATURE_KINDS
+
+    wrong_kinds = [k for k in kinds.split(",") if k not in FEATURE_KINDS]
+    if wrong_kinds:
+        raise UserError(f"--kinds {kinds}: {wrong_kinds[0]!r} is not a kind of feature; give some of "
+                        f"{', '.join(FEATURE_KINDS)}, separated by commas")
     wanted = list(feature_ids) or [f for f, info in session.features.items() if info["kind"] in kinds.split(",")]
     if sample and len(wanted) > sample:
         step = len(wanted) / sample
@@ -1062,7 +1141,6 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
         from mantispy.slicer.hybrid import describe_inputs, validate_hybrid
 
         hybrid = _hybrid_session(session, observed_calls)
-        given = [shlex.split(i) for i in inputs]
         seen = [a for a in given if hybrid.observed_calls.contributed(a)]
         if seen:
             click.echo(f"mantispy: note: not held out (they contributed observations): {describe_inputs(seen)}", err=True)
@@ -1075,8 +1153,6 @@ def fidelity(src: Path, entry: str, inputs: tuple[str, ...], feature_ids: tuple[
             out.write_text(json.dumps([v.to_dict() for v in verdicts], indent=1) + "\n")
         return
     try:
-        callable_entry = ":" in entry and not entry.strip().endswith(".py") and not entry.startswith("-m ")
-        given = [[i] if callable_entry else shlex.split(i) for i in inputs]  # a callable's input is one JSON object
         rows = check_fidelity(session, src, given, wanted)
     except EvaluatorError as exc:
         raise UserError(str(exc)) from None

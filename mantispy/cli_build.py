@@ -103,6 +103,8 @@ def build(spec_file: Path, out: Path, work: Path | None, metrics: tuple[str, ...
     from mantispy.campaign import SpecError
     from mantispy.store import StoreError
 
+    if quiet and verbose:
+        raise UserError("-q and -v: give one (-q prints only errors and the closing table, -v every step with its time)")
     _check_metrics(metrics)
     options = BuildOptions(spec=spec_file, out=out, work=work, metrics=metrics, max_cost=max_cost,
                            train_fraction=train_fraction, degree=degree, method=method, seed=seed, jobs=jobs,

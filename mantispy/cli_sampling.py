@@ -57,10 +57,10 @@ def _emit(text: str, out: Path | None, force: bool, store_path: Path, what: str)
         refuse_overlap(out, {"store": store_path})
     except OutputError as exc:
         raise UserError(str(exc)) from None
+    if out.is_dir():
+        raise UserError(f"{out}: is a folder; -o names the {what} file to write")
     if out.exists() and not force:
         raise UserError(f"{out}: exists; pass --force to replace it, or another -o")
-    if out.exists() and out.is_dir():
-        raise UserError(f"{out}: is a folder; -o names the {what} file to write")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

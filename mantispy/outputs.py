@@ -49,15 +49,17 @@ def check_folder(out: Path, is_ours: Callable[[Path], bool], what: str, option: 
                           f"choose a new or empty folder for {option}")
 
 
-def check_file(out: Path, is_ours: Callable[[Path], bool], what: str, force: bool = False, option: str = "-o") -> None:
+def check_file(out: Path, is_ours: Callable[[Path], bool], what: str, force: bool = False, option: str = "-o",
+               can_force: bool = True) -> None:
     """``out`` may be new, or a file ``is_ours`` recognises (an earlier output); another existing file only
-    with ``force`` (the user named it and asked to replace it). Never a folder."""
+    with ``force`` (the user named it and asked to replace it; ``can_force``: the verb has --force). Never a
+    folder."""
     out = Path(out)
     if out.is_dir():
         raise OutputError(f"{out}: is a folder; give {option} a file name")
     if out.exists() and not force and not is_ours(out):
-        raise OutputError(f"{out}: exists and is not an earlier {what}; choose another {option} "
-                          "(or pass --force to replace it)")
+        raise OutputError(f"{out}: exists and is not an earlier {what}; choose another {option}"
+                          + (" (or pass --force to replace it)" if can_force else " (mantispy does not write over files)"))
 
 
 def is_report(path: Path) -> bool:

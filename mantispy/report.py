@@ -64,7 +64,7 @@ def write_report(build_dir: Path, out: Path, phases: dict[str, Any] | None = Non
     (``mantispy phases --fit``) whose phases across runs the report shows too."""
     out = Path(out)
     try:
-        check_file(out, is_report, "mantispy report")
+        check_file(out, is_report, "mantispy report", can_force=False)
     except OutputError as exc:
         raise ReportError(str(exc)) from None
     build = load_build(build_dir)

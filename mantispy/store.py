@@ -167,6 +167,21 @@ def explain_sqlite(path: Path, exc: Exception) -> str:
     return f"{path}: {text}"
 
 
+def not_a_database(path: Path) -> bool:
+    """Whether an existing file is empty, which SQLite would make a database of where a reader must refuse
+    it (any other file that is no database SQLite refuses itself). Only its size is looked at: opening and
+    closing the file here would drop the POSIX locks of this process's SQLite connections to it."""
+    try:
+        return Path(path).stat().st_size == 0
+    except OSError:
+        return False  # unreadable: SQLite's own error says why
+
+
+def has_table(db: sqlite3.Connection, name: str) -> bool:
+    """Whether the database holds a table of that name."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
+
+
 class RunStore:
     """Read/write access to one store file. Use as a context manager or call :meth:`close`."""
 
@@ -174,8 +189,14 @@ class RunStore:
         self.path = Path(path)
         if not create and not self.path.exists():
             raise StoreError(f"{self.path}: no such store; run mantispy profile first or pass --store")
+        if not create and self.path.is_file() and not_a_database(self.path):
+            raise StoreError(f"{self.path}: not a mantispy store or corrupt (an empty file); give the run store's path with --store")
         try:
             self.db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            if not create and not has_table(self.db, "meta"):
+                self.db.close()
+                raise StoreError(f"{self.path}: a database, but not a mantispy run store; give the run store's path "
+                                 "with --store")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")

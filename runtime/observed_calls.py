@@ -321,14 +321,14 @@ class _StaleError(ValueError):
 
 
 def merge_into(path: str, data: dict) -> dict:
-    """Merge ``data`` into the JSON file at ``path`` (atomically, under an exclusive lock on
-    ``path + '.lock'``); returns what was written."""
+    """Merge ``data`` into the JSON file at ``path`` (atomically, under an exclusive lock on its folder, so
+    that no lock file is left beside it); returns what was written."""
     import json
 
     path = os.path.abspath(path)
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    lock = open(path + ".lock", "a")
+    lock = os.open(directory, os.O_RDONLY)
     try:
         try:
             import fcntl
@@ -351,7 +351,7 @@ def merge_into(path: str, data: dict) -> dict:
         os.replace(tmp, path)
         return merged
     finally:
-        lock.close()
+        os.close(lock)
 
 
 def dumps(data: dict) -> str:

@@ -427,3 +427,106 @@ def test_a_watched_run_ends_with_its_parent_even_on_sigkill(tmp_path):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(child)
+
+
+# ----------------------------------------------------------------------------------------------------
+# an audit's cases (session 51): outputs that replaced the user's files, and internal errors for bad input
+
+
+@pytest.fixture
+def instrumented(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("import sys\nfor i in range(int(sys.argv[1])):\n    pass\nprint('ok')\n")
+    assert run("instrument", tmp_path / "src", "-o", tmp_path / "inst").returncode == 0
+    return tmp_path / "inst"
+
+
+def test_run_never_writes_its_features_over_a_file_that_is_not_features(tmp_path, instrumented):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("precious")
+    for backend, target in (("source", instrumented), ("monitor", tmp_path / "src")):
+        proc = run("run", target, "--backend", backend, "--features-out", notes, "--", "app.py", "3")
+        assert proc.returncode == 2 and "notes.txt" in one_line(proc) and notes.read_text() == "precious", proc.stderr
+    earlier = tmp_path / "f.json"
+    assert run("run", instrumented, "--features-out", earlier, "--", "app.py", "3").returncode == 0
+    again = run("run", instrumented, "--features-out", earlier, "--", "app.py", "5")  # its own earlier output: replaced
+    assert again.returncode == 0 and json.loads(earlier.read_text())["app.py:<module>:loop:1"] == 5
+    folder = run("run", instrumented, "--features-out", tmp_path, "--", "app.py", "3")
+    assert folder.returncode == 2 and "a folder" in one_line(folder)
+    python = run("run", instrumented, "--features-out", tmp_path / "g.json", "--python", tmp_path / "nopython", "--",
+                 "app.py", "3")
+    assert python.returncode == 2 and "nopython" in one_line(python)
+
+
+def test_run_refuses_an_observed_calls_file_it_cannot_read_and_leaves_no_lock(tmp_path, instrumented):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("precious")
+    proc = run("run", instrumented, "--features-out", tmp_path / "f.json", "--observed-calls", notes, "--", "app.py", "2")
+    assert proc.returncode == 2 and "notes.txt" in one_line(proc) and notes.read_text() == "precious"
+    calls = tmp_path / "calls.json"
+    ok = run("run", instrumented, "--features-out", tmp_path / "f.json", "--observed-calls", calls, "--", "app.py", "2")
+    assert ok.returncode == 0 and calls.is_file(), ok.stderr
+    assert not list(tmp_path.glob("*.lock")), list(tmp_path.glob("*.lock"))
+
+
+def test_a_command_that_reads_a_store_leaves_a_file_that_is_not_one_as_it_was(tmp_path):
+    empty = tmp_path / "e.json"
+    empty.write_bytes(b"")
+    for verb in (["runs"], ["export", "-o", tmp_path / "x.csv"], ["recordings"]):
+        proc = run(*verb, "--store", empty)
+        assert proc.returncode == 2 and "e.json" in one_line(proc), proc.stderr
+        assert empty.read_bytes() == b"", verb
+
+
+def test_outputs_in_a_folder_not_made_yet_and_bad_options_are_said_in_one_line(tmp_path, batchjob):
+    app = batchjob / "app"
+    cg = run("callgraph", app, "--entry", "job.py", "-o", tmp_path / "new" / "cg.json")
+    assert cg.returncode == 0 and (tmp_path / "new" / "cg.json").is_file(), cg.stderr
+    nosuch = run("fidelity", app, "--entry", "job.py", "--input", "--size 1", "--feature", "nosuch")
+    assert nosuch.returncode == 2 and "nosuch" in one_line(nosuch)
+    quote = run("fidelity", app, "--entry", "job.py", "--input", '"unterminated', "--sample", "1")
+    assert quote.returncode == 2 and "--input" in one_line(quote)
+    (tmp_path / "mine.csv").write_text("mine")
+    work = run("build", batchjob / "campaign.toml", "-o", tmp_path / "p", "--train-fraction", "0.8", "--work",
+               tmp_path / "mine.csv")
+    assert work.returncode == 2 and "mine.csv" in one_line(work) and (tmp_path / "mine.csv").read_text() == "mine"
+
+
+def test_readers_of_features_models_and_code_say_what_is_wrong_in_one_line(tmp_path, instrumented):
+    wrong = tmp_path / "wrong.json"
+    for document in ({"app.py:<module>:loop:1": "ten"}, [1, 2]):
+        wrong.write_text(json.dumps(document))
+        proc = run("features", wrong, "--manifest", instrumented)
+        assert proc.returncode == 2 and "wrong.json" in one_line(proc) and "mantispy run" in one_line(proc), proc.stderr
+    manifest = run("features", instrumented / ".mantis" / "manifest.json", "--manifest", instrumented)
+    assert manifest.returncode == 2 and "not a features file" in one_line(manifest)  # was an empty table, exit 0
+    store = tmp_path / "m.db"
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "a.py").write_text("import sys\nfor i in range(int(sys.argv[1]) * 1000):\n    pass\n")
+    (tmp_path / "s.toml").write_text('name = "t"\nsource = "prog"\nentry = "a.py"\n[inputs]\nlist = ['
+                                     + ", ".join(f'{{ id = "i{n}", argv = ["{n}"] }}' for n in range(1, 13)) + "]\n")
+    assert run("profile", tmp_path / "s.toml", "--store", store, "-q").returncode == 0
+    assert run("fit", "--store", store, "--train-fraction", "0.5", "--no-sensitivity", "-o", tmp_path / "m.json").returncode == 0
+    model = json.loads((tmp_path / "m.json").read_text())
+    for field, value in (("features", 5), ("metric", 7), ("aliases", {"x": 3})):
+        (tmp_path / "bad.json").write_text(json.dumps({**model, field: value}))
+        shown = run("show", tmp_path / "bad.json")  # printed the polynomial, then an internal error
+        assert shown.returncode == 2 and f"field {field}" in one_line(shown) and not shown.stdout, shown.stdout
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    for verb in ("cfg", "pdg"):
+        proc = run(verb, tmp_path / "bad.py", "--function", "<module>")
+        assert proc.returncode == 2 and "syntax error" in one_line(proc), proc.stderr  # said in two lines
+    taken = tmp_path / "taken.json"
+    taken.write_text("mine")
+    proc = run("fit", "--store", store, "-o", taken)
+    assert proc.returncode == 2 and "--force" not in one_line(proc) and taken.read_text() == "mine"  # fit has none
+
+
+def test_options_that_contradict_each_other_are_refused_before_anything_runs(tmp_path, batchjob):
+    spec = batchjob / "campaign.toml"
+    for verb in (["profile", spec, "--store", tmp_path / "m.db", "--resume", "--replace"],
+                 ["profile", spec, "--store", tmp_path / "m.db", "-q", "-v"],
+                 ["build", spec, "-o", tmp_path / "p", "-q", "-v"]):
+        proc = run(*verb)
+        assert proc.returncode == 2 and "give one" in one_line(proc), (verb, proc.stderr)
+    assert not (tmp_path / "m.db").exists() and not (tmp_path / "p").exists()

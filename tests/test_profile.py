@@ -125,8 +125,9 @@ def test_campaign_stores_metrics_features_failures_and_overhead(tmp_path):
         # and its performance counters (hw.*/sw.* where perf_event_open allows) and wait4's ru.* fallback
         fallback = {"ru.minor_faults", "ru.major_faults", "ru.voluntary_switches", "ru.involuntary_switches",
                     "ru.blocks_in", "ru.blocks_out"}
+        io = {"io.read_chars", "io.write_chars", "io.read_syscalls", "io.write_syscalls", "io.read_bytes", "io.write_bytes"}
         others = {m for m in ok["metrics"] if m not in {"wall_s", "cpu_s", "max_rss_kb"} and not m.startswith(("hw.", "sw."))}
-        assert fallback <= others <= {"load_1m", "other_cpu_s", "cpu_mhz"} | fallback
+        assert fallback | io <= others <= {"load_1m", "other_cpu_s", "cpu_mhz"} | fallback | io
         assert "load_1m" in ok["metrics"]
         originals = [r for r in runs if r["variant"] == "original"]
         assert len(originals) == 2 and all(r["status"] == "ok" for r in originals)

@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from mantispy.store import explain_sqlite
+from mantispy.store import explain_sqlite, not_a_database
 
 from .types import DataflowProfile, ProfileError, profile_from_json
 
@@ -52,6 +52,9 @@ class DataflowStore:
         if not create and not self.path.exists():
             raise DataflowStoreError(f"{self.path}: no such store; record a job with `mantispy dataflow record` "
                                      "first or pass --store")
+        if not create and self.path.is_file() and not_a_database(self.path):
+            raise DataflowStoreError(f"{self.path}: not a mantispy store or corrupt (an empty file); give the store the job was "
+                                     "recorded in with --store")
         try:
             if create:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

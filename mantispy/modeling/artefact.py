@@ -142,10 +142,26 @@ def load(path: Path) -> dict[str, Any]:
         raise ModelFileError(f"{path}: field version: expected a whole number, not {version!r}; refit with mantispy fit")
     if version > MODEL_VERSION:
         raise ModelFileError(f"{path}: model format {version} is newer than this mantispy; upgrade it")
-    problem = model_problem(model)
+    problem = model_problem(model) or shown_fields_problem(model)
     if problem is not None:
         raise ModelFileError(f"{path}: {problem}; refit with mantispy fit")
     return model
+
+
+def shown_fields_problem(model: dict[str, Any]) -> str | None:
+    """What makes the fields ``mantispy show`` prints beside the polynomial unreadable, or None."""
+    if not isinstance(model.get("metric", ""), str):
+        return "field metric: expected the metric's name"
+    for name in ("features", "aliases", "evaluation", "training", "selection"):
+        if name in model and not isinstance(model[name], dict):
+            return f"field {name}: expected an object"
+    for feature, described in (model.get("features") or {}).items():
+        if not isinstance(described, dict):
+            return f"field features.{feature}: expected an object (kind, file, line, ...)"
+    for feature, group in (model.get("aliases") or {}).items():
+        if not isinstance(group, list) or not all(isinstance(a, list) and len(a) == 2 for a in group):
+            return f"field aliases.{feature}: expected a list of [feature, correlation] pairs"
+    return None
 
 
 def describe_features(model: dict[str, Any], manifest: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

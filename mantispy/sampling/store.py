@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from mantispy.store import explain_sqlite
+from mantispy.store import explain_sqlite, has_table, not_a_database
 
 from .types import WHOLE, Frame, Point, Recording, Sample, Window
 
@@ -83,10 +83,16 @@ class RecordingStore:
         self.path = Path(path)
         if not create and not self.path.exists():
             raise RecordingError(f"{self.path}: no such store; run mantispy record first or pass --store")
+        if not create and self.path.is_file() and not_a_database(self.path):
+            raise RecordingError(f"{self.path}: not a mantispy store or corrupt (an empty file); give the recordings' store with "
+                                 "--store")
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            if not create and not has_table(self.db, "rec_meta"):
+                self.db.close()
+                raise RecordingError(f"{self.path}: holds no recordings; run mantispy record --store {self.path} first")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             row = None
