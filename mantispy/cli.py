@@ -862,15 +862,19 @@ def _load_program(src: Path, say_problems: bool = True):
 
 
 def _unit_graphs(src: Path, function: str, exceptional: bool = False):
-    from mantispy.slicer.lookup import LookupError_, find_unit
+    from mantispy.slicer.lookup import LookupError_, UnitNotFound, find_unit
 
     program = _load_program(src, say_problems=False)
     try:
         found = find_unit(program, function, exceptional)
     except LookupError_ as exc:
-        if program.problems:  # the unit may be in the file that does not parse: that is the error to fix
-            raise UserError(f"{program.problems[0]} (so {function} may not be found); fix it, or name a unit of a "
-                            "file that parses") from None
+        where = function.rpartition(":")[0]
+        unparsed = [p for p in program.problems if not where or p.path == where or Path(p.path).stem == where]
+        if isinstance(exc, UnitNotFound) and unparsed:  # the unit may be in a file that does not parse: fix that
+            raise UserError(f"{unparsed[0]} (so {function} may not be found); fix it, or name a unit of a file that "
+                            "parses") from None
+        for problem in program.problems:
+            click.echo(str(problem), err=True)
         raise UserError(str(exc)) from None
     for problem in program.problems:
         click.echo(str(problem), err=True)

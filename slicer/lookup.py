@@ -13,6 +13,10 @@ class LookupError_(Exception):
     """No such unit, or several."""
 
 
+class UnitNotFound(LookupError_):
+    """No such unit (or no such file): where a file of the program does not parse, the unit may be in it."""
+
+
 def graphs_for(source: SourceFile, exceptional: bool = False) -> ModuleGraphs:
     """Units, CFGs and PDGs of one file; cached by content hash, so unchanged files are analysed once."""
     key = (source.sha256, source.path, exceptional)
@@ -28,14 +32,14 @@ def find_unit(program: Program, spec: str, exceptional: bool = False) -> tuple[S
     if where:
         candidates = [f for f in program.files if f.path == where or f.modname == where]
         if not candidates:
-            raise LookupError_(f"{where}: no such file or module in {program.root}")
+            raise UnitNotFound(f"{where}: no such file or module in {program.root}")
     found = []
     for source in candidates:
         graphs = graphs_for(source, exceptional)
         if qualname in graphs.cfgs:
             found.append((source, graphs, graphs.cfgs[qualname].unit))
     if not found:
-        raise LookupError_(f"{spec}: no function, class, lambda or comprehension of that name; "
+        raise UnitNotFound(f"{spec}: no function, class, lambda or comprehension of that name; "
                            "write QUALNAME like Class.method, optionally FILE.py:QUALNAME")
     if len(found) > 1:
         places = ", ".join(f"{s.path}:{qualname}" for s, _, _ in found)
