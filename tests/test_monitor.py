@@ -138,11 +138,12 @@ def nested(n):
     return sum(len(helper(i)) for i in range(n))
 
 
-def in_a_raw_thread(n, done):
+def in_a_raw_thread(n, out, done):
     total = 0
     for i in range(n):
         total += i if i % 2 else 1
-    done.append(total)
+    out.append(total)
+    done.release()
 
 
 if False:
@@ -162,11 +163,11 @@ except KeyError:
 print(decorated(6), Box().size, Box().last([]), Box().last([1, 2]), Box.sizes)
 print(finally_paths(10), spin(8), spin(0), [choose(x) for x in ([2, 1], [1, 2], {"k": 5}, 7)])
 print(lambdas([3, 1, 2]), handlers([1, 0, "x", 5]), nested(12), log)
-import _thread, time  # a thread threading does not start (3.11's fallback left it uncounted)
-raw = []
-_thread.start_new_thread(in_a_raw_thread, (7, raw))
-while not raw:
-    time.sleep(0.001)
+import _thread  # a thread threading does not start (3.11's fallback left it uncounted)
+raw, finished = [], _thread.allocate_lock()
+finished.acquire()
+_thread.start_new_thread(in_a_raw_thread, (7, raw, finished))
+finished.acquire()  # no polling loop: its count would be the scheduler's
 print(raw)
 '''
 
