@@ -279,10 +279,7 @@ def _features_target(path: Path) -> Path:
     if path.is_dir():
         raise UserError(f"{path}: a folder; give --features-out a file's path (e.g. {path / 'features.json'})")
     if path.exists():
-        try:
-            earlier = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
-            earlier = None
+        earlier = _json_of(path)
         if not (isinstance(earlier, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                   for v in earlier.values())):
             raise UserError(f"{path}: exists and is not a features file; choose another --features-out (mantispy "
@@ -304,16 +301,11 @@ def _check_observed_calls(path: Path) -> None:
     """``--observed-calls``: a new file, or an observations file to merge into; never a file of the user's."""
     if path.is_dir():
         raise UserError(f"{path}: a folder; give --observed-calls a file's path (e.g. {path / 'calls.json'})")
-    if path.exists():
-        try:
-            earlier = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
-            earlier = None
-        from mantispy.runtime.observed_calls import FORMAT
+    from mantispy.runtime.observed_calls import FORMAT
 
-        if not (isinstance(earlier, dict) and earlier.get("format") == FORMAT):
-            raise UserError(f"{path}: exists and is not an observed-calls file; choose another --observed-calls "
-                            "(mantispy does not write over files)")
+    if path.exists() and _json_format(path) != FORMAT:
+        raise UserError(f"{path}: exists and is not an observed-calls file; choose another --observed-calls "
+                        "(mantispy does not write over files)")
 
 
 def _run_monitored(src: Path, features_out: Path, python: str | None, args: tuple[str, ...], exclude: list[str],
